@@ -1,0 +1,107 @@
+# mgc: one build for the library, tests, examples and benchmarks.
+#   make            build/libmgc.a and build/libmgc.so
+#   make test       the test suite (plain, torture t=1 V=1, ASan+UBSan, TSan)
+#   make bench      the benchmark suite with its report (bench/bench.mk)
+#   make install PREFIX=/usr/local DESTDIR=
+
+CC ?= cc
+BUILD ?= build
+PREFIX ?= /usr/local
+DEBUG ?= 0
+VERSION := 0.2.0
+SOVERSION := 0
+
+WARN := -Wall -Wextra -Wpedantic
+CFLAGS ?= -O2 -g
+LIBCFLAGS := -std=c11 $(WARN) $(CFLAGS) -fPIC -fvisibility=hidden \
+  -DMGC_DEBUG=$(DEBUG) -Iinclude
+LDLIBS := -pthread -lm
+
+SRCS := $(wildcard src/*.c)
+OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
+HDRS := include/mgc.h src/internal.h
+
+.PHONY: all test test-quick test-plain test-torture test-asan test-tsan \
+  examples install clean bench bench-build bench-smoke stress format-check
+
+all: $(BUILD)/libmgc.a $(BUILD)/libmgc.so
+
+$(BUILD)/obj/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(LIBCFLAGS) -c $< -o $@
+
+$(BUILD)/libmgc.a: $(OBJS)
+	rm -f $@
+	ar rcs $@ $^
+
+$(BUILD)/libmgc.so: $(OBJS)
+	$(CC) -shared -Wl,-soname,libmgc.so.$(SOVERSION) -o $@ $^ $(LDLIBS)
+
+# ---------------------------------------------------------------- tests --
+# Each test program is built three ways: against the debug library (plain
+# and torture runs), with ASan+UBSan, and with TSan.
+TEST_SRCS := $(sort $(wildcard tests/test_*.c))
+TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRCS))
+TFLAGS := -std=c11 $(WARN) -O1 -g -Iinclude -DMGC_DEBUG=2
+
+define test_build
+$(BUILD)/tests/$(1)/%: tests/%.c $(SRCS) $(HDRS) tests/check.h
+	@mkdir -p $$(dir $$@)
+	$$(CC) $$(TFLAGS) $(2) $(SRCS) $$< -o $$@ $$(LDLIBS)
+endef
+$(eval $(call test_build,plain,))
+$(eval $(call test_build,asan,-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
+$(eval $(call test_build,tsan,-fsanitize=thread))
+
+test-plain: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) $(BUILD)/tests/plain/test_symbols
+	@tests/run.sh plain $(BUILD)/tests/plain $(TEST_NAMES) test_symbols
+test-torture: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES))
+	@tests/run.sh torture $(BUILD)/tests/plain $(TEST_NAMES)
+test-asan: $(addprefix $(BUILD)/tests/asan/,$(TEST_NAMES))
+	@tests/run.sh asan $(BUILD)/tests/asan $(TEST_NAMES)
+test-tsan: $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)))
+	@tests/run.sh tsan $(BUILD)/tests/tsan $(filter test_domains%,$(TEST_NAMES))
+
+# The symbol check and the examples are tests too.
+$(BUILD)/tests/plain/test_symbols: tests/nm_check.sh all examples
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec %s %s\n' "$(CURDIR)/tests/nm_check.sh" "$(CURDIR)/$(BUILD)" > $@
+	@chmod +x $@
+
+test: all examples
+	@rm -f $(BUILD)/tests/results.txt
+	@$(MAKE) --no-print-directory test-plain test-torture test-asan test-tsan
+	@tests/summary.sh $(BUILD)/tests/results.txt
+
+# ------------------------------------------------------------- examples --
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+examples: $(EXAMPLES)
+$(BUILD)/examples/%: examples/%.c $(BUILD)/libmgc.a
+	@mkdir -p $(dir $@)
+	$(CC) -std=c11 $(WARN) -O2 -Iinclude $< $(BUILD)/libmgc.a -o $@ $(LDLIBS)
+
+# -------------------------------------------------------------- install --
+install: all
+	install -d $(DESTDIR)$(PREFIX)/include $(DESTDIR)$(PREFIX)/lib/pkgconfig
+	install -m 644 include/mgc.h $(DESTDIR)$(PREFIX)/include/mgc.h
+	install -m 644 $(BUILD)/libmgc.a $(DESTDIR)$(PREFIX)/lib/libmgc.a
+	install -m 755 $(BUILD)/libmgc.so \
+	  $(DESTDIR)$(PREFIX)/lib/libmgc.so.$(VERSION)
+	ln -sf libmgc.so.$(VERSION) $(DESTDIR)$(PREFIX)/lib/libmgc.so.$(SOVERSION)
+	ln -sf libmgc.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libmgc.so
+	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mgc\nDescription: multicore generational garbage collector\nVersion: %s\nLibs: -L$${libdir} -lmgc -pthread\nCflags: -I$${includedir}\n' \
+	  '$(PREFIX)' '$(VERSION)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mgc.pc
+
+clean:
+	rm -rf $(BUILD)
+
+-include bench/bench.mk
+
+FORMAT_FILES := $(wildcard include/*.h src/*.c src/*.h tests/*.c tests/*.h \
+  examples/*.c)
+format-check:
+	@if command -v clang-format >/dev/null 2>&1; then \
+	  clang-format --dry-run -Werror $(FORMAT_FILES) && echo "format ok"; \
+	else echo "clang-format not installed: format check skipped"; fi
+format:
+	clang-format -i $(FORMAT_FILES)

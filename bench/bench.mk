@@ -1,0 +1,90 @@
+# bench/bench.mk: the benchmark suite of BENCH.md, included by the top-level
+# Makefile (which defines CC, BUILD and the rule for $(BUILD)/libmgc.a).
+#   make bench-build   build/bench/NAME (mgc) and NAME-PEER for each peer
+#                      installed (boehm, malloc, mimalloc, ocaml), all -O2
+#   make bench         bench-build, then 5 runs of each at BENCH.md sizes
+#   make bench-smoke   small sizes, one run each, checksums only (CI)
+# BENCH_ARGS adds harness options and workloads, e.g.
+#   make bench BENCH_ARGS='-n 3 binarytrees mt-binarytrees:"20 2"'
+
+BENCH_OUT := $(BUILD)/bench
+BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Wpedantic
+BENCH_WORKLOADS := binarytrees gcbench remset mt-binarytrees alloc survive
+# OCaml 4.13 has no domains: no OCaml mt-binarytrees.
+BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive
+
+BENCH_HAVE_BOEHM := $(shell $(CC) -E -include gc.h -x c /dev/null \
+  >/dev/null 2>&1 && echo yes)
+BENCH_HAVE_MIMALLOC := $(shell $(CC) -E -include mimalloc.h -x c /dev/null \
+  >/dev/null 2>&1 && echo yes)
+BENCH_HAVE_OCAML := $(shell command -v ocamlopt >/dev/null 2>&1 && echo yes)
+
+BENCH_MGC := $(addprefix $(BENCH_OUT)/,$(BENCH_WORKLOADS))
+BENCH_MALLOC := $(addsuffix -malloc,$(BENCH_MGC))
+BENCH_MIMALLOC := $(addsuffix -mimalloc,$(BENCH_MGC))
+BENCH_BOEHM := $(addsuffix -boehm,$(BENCH_MGC))
+BENCH_OCAML := $(addprefix $(BENCH_OUT)/,\
+  $(addsuffix -ocaml,$(BENCH_OCAML_WORKLOADS)))
+BENCH_PROGRAMS := $(BENCH_MGC) $(BENCH_MALLOC) $(BENCH_OUT)/harness
+ifeq ($(BENCH_HAVE_MIMALLOC),yes)
+BENCH_PROGRAMS += $(BENCH_MIMALLOC)
+endif
+ifeq ($(BENCH_HAVE_BOEHM),yes)
+BENCH_PROGRAMS += $(BENCH_BOEHM)
+endif
+ifeq ($(BENCH_HAVE_OCAML),yes)
+BENCH_PROGRAMS += $(BENCH_OCAML)
+endif
+
+BENCH_HEADERS := bench/bench_util.h
+BENCH_LIBS_mt-binarytrees := -pthread
+
+$(BENCH_OUT) $(BENCH_OUT)/ocaml:
+	mkdir -p $@
+
+$(BENCH_MGC): $(BENCH_OUT)/%: bench/%.c bench/mgc_bench.h $(BENCH_HEADERS) \
+    include/mgc.h $(BUILD)/libmgc.a | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -Iinclude -pthread -o $@ $< $(BUILD)/libmgc.a -lm
+
+$(BENCH_MALLOC): $(BENCH_OUT)/%-malloc: bench/%-malloc.c \
+    bench/malloc_peer.h $(BENCH_HEADERS) | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< $(BENCH_LIBS_$*)
+
+$(BENCH_MIMALLOC): $(BENCH_OUT)/%-mimalloc: bench/%-malloc.c \
+    bench/malloc_peer.h $(BENCH_HEADERS) | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -DUSE_MIMALLOC -o $@ $< -lmimalloc $(BENCH_LIBS_$*)
+
+$(BENCH_BOEHM): $(BENCH_OUT)/%-boehm: bench/%-boehm.c $(BENCH_HEADERS) \
+    | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lgc $(BENCH_LIBS_$*)
+
+# ocamlopt leaves .cmi/.cmx/.o beside its source: compile a copy in build/.
+$(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml | $(BENCH_OUT)/ocaml
+	cp $< $(BENCH_OUT)/ocaml/$*.ml
+	ocamlopt -unsafe -inline 200 -o $@ $(BENCH_OUT)/ocaml/$*.ml
+
+$(BENCH_OUT)/harness: bench/harness.c | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm
+
+bench-build: $(BENCH_PROGRAMS)
+ifneq ($(BENCH_HAVE_BOEHM),yes)
+	@echo "note: Boehm GC not found, -boehm peers skipped" \
+	  "(Debian: apt-get install libgc-dev)"
+endif
+ifneq ($(BENCH_HAVE_MIMALLOC),yes)
+	@echo "note: mimalloc not found, -mimalloc peers skipped" \
+	  "(Debian: apt-get install libmimalloc-dev)"
+endif
+ifneq ($(BENCH_HAVE_OCAML),yes)
+	@echo "note: ocamlopt not found, -ocaml peers skipped" \
+	  "(Debian: apt-get install ocaml-nox)"
+endif
+	@:
+
+bench: bench-build
+	$(BENCH_OUT)/harness -d $(BENCH_OUT) $(BENCH_ARGS)
+
+bench-smoke: bench-build
+	$(BENCH_OUT)/harness -d $(BENCH_OUT) -s -t 120 $(BENCH_ARGS)
+
+.PHONY: bench bench-build bench-smoke

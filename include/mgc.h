@@ -1,0 +1,447 @@
+/* mgc: a multicore generational garbage collector for language runtimes.
+ *
+ * The one public header.  Values follow OCaml's uniform representation: a
+ * word is either an immediate integer (low bit 1) or a pointer to the first
+ * field of a block whose header is the word before it.  Every domain (an OS
+ * thread owning a minor heap) allocates small blocks by bumping a pointer
+ * downwards; the inline fast paths below read the calling thread's domain
+ * state through one thread-local pointer.
+ *
+ * Contract: ../shared/API.md.  Everything not declared here is internal.
+ * The header is the same for every debug level of the library.
+ */
+#ifndef MGC_H
+#define MGC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MGC_VERSION_MAJOR 0
+#define MGC_VERSION_MINOR 2
+#define MGC_VERSION_PATCH 0
+#define MGC_VERSION                                                            \
+  (MGC_VERSION_MAJOR * 10000 + MGC_VERSION_MINOR * 100 + MGC_VERSION_PATCH)
+
+#if defined(__GNUC__)
+#define MGC_API __attribute__((visibility("default")))
+#define MGC_LIKELY(c) __builtin_expect(!!(c), 1)
+#define MGC_UNLIKELY(c) __builtin_expect(!!(c), 0)
+#define MGC_TLS_MODEL __attribute__((tls_model("initial-exec")))
+#else
+#define MGC_API
+#define MGC_LIKELY(c) (c)
+#define MGC_UNLIKELY(c) (c)
+#define MGC_TLS_MODEL
+#endif
+
+#ifdef __cplusplus
+#define MGC_THREAD_LOCAL thread_local
+extern "C" {
+#else
+#define MGC_THREAD_LOCAL _Thread_local
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Values and blocks                                                        */
+/* ------------------------------------------------------------------------ */
+
+typedef intptr_t mgc_value;
+typedef uintptr_t mgc_header;
+
+#define MGC_VAL_INT(n) ((mgc_value)(((uintptr_t)(intptr_t)(n) << 1) + 1))
+#define MGC_INT_VAL(v) ((intptr_t)(v) >> 1)
+#define MGC_IS_INT(v) (((uintptr_t)(v)&1) != 0)
+#define MGC_IS_BLOCK(v) (((uintptr_t)(v)&1) == 0)
+#define MGC_UNIT MGC_VAL_INT(0)
+#define MGC_FALSE MGC_VAL_INT(0)
+#define MGC_TRUE MGC_VAL_INT(1)
+
+#define MGC_FIELD(v, i) (((mgc_value *)(v))[i])
+
+/* Header layout (64-bit): bits 0-7 tag, 8-9 colour (GC-owned), 10-55 wosize,
+   56-63 reserved for the embedder (kept by every copy the GC makes). */
+#define MGC_WOSIZE_BITS 46
+#define MGC_MAX_WOSIZE ((((uintptr_t)1) << MGC_WOSIZE_BITS) - 1)
+#define MGC_WOSIZE_HD(h) (((uintptr_t)(h) >> 10) & MGC_MAX_WOSIZE)
+#define MGC_TAG_HD(h) ((unsigned)((uintptr_t)(h)&0xFF))
+#define MGC_RESERVED_HD(h) ((unsigned)((uintptr_t)(h) >> 56))
+#define MGC_MAKE_HEADER(wosize, tag, reserved)                                 \
+  ((mgc_header)(((uintptr_t)(wosize) << 10) | ((uintptr_t)(tag)&0xFF) |        \
+                ((uintptr_t)((reserved)&0xFF) << 56)))
+
+/* The header is read with a relaxed atomic load: other domains may be
+   changing its colour bits while marking. */
+#define MGC_HD_VAL(v)                                                          \
+  ((mgc_header)__atomic_load_n(&((mgc_header *)(v))[-1], __ATOMIC_RELAXED))
+#define MGC_WOSIZE_VAL(v) MGC_WOSIZE_HD(MGC_HD_VAL(v))
+#define MGC_TAG_VAL(v) MGC_TAG_HD(MGC_HD_VAL(v))
+
+#define MGC_MAX_YOUNG_WOSIZE 256
+
+#define MGC_TAG_FORCING 244
+#define MGC_TAG_CONT 245
+#define MGC_TAG_LAZY 246
+#define MGC_TAG_CLOSURE 247
+#define MGC_TAG_OBJECT 248
+#define MGC_TAG_INFIX 249
+#define MGC_TAG_FORWARD 250
+#define MGC_TAG_NO_SCAN 251
+#define MGC_TAG_ABSTRACT 251
+#define MGC_TAG_STRING 252
+#define MGC_TAG_DOUBLE 253
+#define MGC_TAG_DOUBLE_ARRAY 254
+#define MGC_TAG_CUSTOM 255
+
+/* Closure info (field 1 of a closure): arity in the top 8 bits, start of
+   environment (a word offset) in bits 1..55, low bit 1. */
+#define MGC_CLOSINFO(arity, startenv)                                          \
+  ((mgc_value)(((uintptr_t)(arity) << 56) + ((uintptr_t)(startenv) << 1) + 1))
+#define MGC_CLOSINFO_ARITY(ci) ((intptr_t)(ci) >> 56)
+#define MGC_CLOSINFO_STARTENV(ci) ((((uintptr_t)(ci)) << 8) >> 9)
+
+/* Internal: the bounds of the one reservation that holds every domain's
+   minor heap, read by the inline young test (written only while the world
+   is stopped). */
+struct mgc_young_range {
+  uintptr_t start;
+  uintptr_t end;
+};
+extern MGC_API struct mgc_young_range mgc_young_range;
+
+/* 1 when v is a block in any domain's minor heap. */
+static inline int mgc_is_young(mgc_value v) {
+  return (uintptr_t)v > mgc_young_range.start &&
+         (uintptr_t)v < mgc_young_range.end;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors, runtime and parameters                                           */
+/* ------------------------------------------------------------------------ */
+
+#define MGC_OK 0
+#define MGC_ENOMEM (-1)          /* out of memory */
+#define MGC_EINVAL (-2)          /* invalid argument or parameter */
+#define MGC_ETOOMANYDOMAINS (-3) /* max_domains domains already alive */
+#define MGC_ESTATE (-4)          /* not initialised / already initialised */
+#define MGC_ETHREAD (-5)         /* the OS refused to create a thread */
+
+MGC_API const char *mgc_strerror(int err);
+/* The last error of a call made by this thread that returned NULL/-1. */
+MGC_API int mgc_last_error(void);
+
+typedef struct mgc_params {
+  size_t minor_heap_words; /* s: per domain; default 262144 (256k words) */
+  unsigned space_overhead; /* o: major GC speed in percent; default 120 */
+  unsigned max_domains;    /* d: default 128, counts domain 0 */
+  unsigned verbose;        /* v: log mask, printed on stderr */
+  size_t torture_every;    /* t: 0 = off; else a minor GC every N small
+                              allocations */
+  int verify;              /* V: 1 = mgc_verify_heap after every collection */
+  char trace_path[256];    /* trace=: "" = off; else a JSON trace of GC
+                              events (Chrome trace-event format) */
+  /* Additions to the contract (OCaml's letters): */
+  unsigned custom_major_ratio;  /* M: default 44 (% of major heap) */
+  unsigned custom_minor_ratio;  /* m: default 100 (% of minor heap) */
+  size_t custom_minor_max_size; /* n: default 70000 bytes */
+} mgc_params;
+
+/* Verbose mask bits (v=). */
+#define MGC_VERBOSE_MAJOR 0x001  /* major cycles */
+#define MGC_VERBOSE_MINOR 0x002  /* minor collections and slices */
+#define MGC_VERBOSE_HEAP 0x004   /* heap growth and shrinking */
+#define MGC_VERBOSE_TABLES 0x008 /* table and mark-stack resizing */
+#define MGC_VERBOSE_PARAMS 0x020 /* parameters */
+#define MGC_VERBOSE_STATS 0x400  /* statistics at shutdown */
+
+MGC_API void mgc_params_default(mgc_params *p);
+/* Parses "s=256k,o=120,d=64,v=0x400,t=1000,V=1,trace=out.json" on top of
+ *p.  Returns 0, or MGC_EINVAL after naming the bad key on stderr. */
+MGC_API int mgc_params_parse(mgc_params *p, const char *spec);
+/* NULL = defaults; MGC_PARAMS from the environment is applied on top.  The
+   calling thread becomes domain 0.  Returns 0 or a negative MGC_E* code. */
+MGC_API int mgc_init(const mgc_params *p);
+/* Frees everything; all other domains must have been joined. */
+MGC_API void mgc_shutdown(void);
+/* The parameters in force (after MGC_PARAMS). */
+MGC_API void mgc_get_params(mgc_params *out);
+
+MGC_API void mgc_set_fatal_handler(void (*handler)(const char *msg));
+MGC_API void mgc_set_oom_handler(void (*handler)(size_t bytes));
+
+/* ------------------------------------------------------------------------ */
+/* Domain state read by the inline fast paths (internal layout)             */
+/* ------------------------------------------------------------------------ */
+
+struct mgc_root_frame {
+  struct mgc_root_frame *prev;
+  size_t count;
+  mgc_value *slots[5];
+};
+
+/* The first fields of every domain's state; the library checks at start-up
+   that its internal layout matches. */
+struct mgc_fast_state {
+  uintptr_t young_ptr;   /* allocation pointer, moves down */
+  uintptr_t young_limit; /* atomic: all-ones = interrupt */
+  struct mgc_root_frame *local_roots;
+};
+
+/* Never NULL: a thread that is not a domain sees a state whose limit makes
+   every allocation take the slow path, which reports the misuse. */
+extern MGC_API MGC_THREAD_LOCAL struct mgc_fast_state *mgc_tls_state
+    MGC_TLS_MODEL;
+
+/* ------------------------------------------------------------------------ */
+/* Allocation                                                               */
+/* ------------------------------------------------------------------------ */
+
+MGC_API mgc_value mgc_alloc_small_slow(size_t wosize, unsigned tag);
+
+/* A tag the small fast path may not take (checked for real, with the size,
+   by the slow path): Cont, Infix and Custom blocks have their own calls;
+   Forward and Double take one field, closures at least two. */
+#define MGC_SMALL_TAG_SPECIAL(wosize, tag)                                     \
+  ((tag) >= MGC_TAG_CONT &&                                                    \
+   ((tag) == MGC_TAG_CONT || (tag) == MGC_TAG_INFIX ||                         \
+    (tag) >= MGC_TAG_CUSTOM ||                                                 \
+    (((tag) == MGC_TAG_FORWARD || (tag) == MGC_TAG_DOUBLE) &&                  \
+     (wosize) != 1) ||                                                         \
+    ((tag) == MGC_TAG_CLOSURE && (wosize) < 2)))
+
+/* 1 <= wosize <= 256, in the minor heap.  Fields are uninitialised: write
+   every one with a plain store before the next allocation or poll. */
+static inline mgc_value mgc_alloc_small(size_t wosize, unsigned tag) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  uintptr_t p = s->young_ptr - (wosize + 1) * sizeof(mgc_value);
+  if (MGC_UNLIKELY(wosize - 1 >= MGC_MAX_YOUNG_WOSIZE ||
+                   MGC_SMALL_TAG_SPECIAL(wosize, tag) ||
+                   p < __atomic_load_n(&s->young_limit, __ATOMIC_RELAXED)))
+    return mgc_alloc_small_slow(wosize, tag);
+  s->young_ptr = p;
+  *(mgc_header *)p = MGC_MAKE_HEADER(wosize, tag, 0);
+  return (mgc_value)(p + sizeof(mgc_header));
+}
+
+/* Any size (0: a static atom).  Blocks of more than 256 words go to the
+   major heap.  Scanned fields start as MGC_UNIT, others as zero bytes. */
+MGC_API mgc_value mgc_alloc(size_t wosize, unsigned tag);
+/* In the major heap; scanned fields start as MGC_UNIT; set them with
+   mgc_initialize. */
+MGC_API mgc_value mgc_alloc_shr(size_t wosize, unsigned tag);
+/* As mgc_alloc, with the header's 8 reserved bits set. */
+MGC_API mgc_value mgc_alloc_reserved(size_t wosize, unsigned tag,
+                                     unsigned reserved);
+
+MGC_API mgc_value mgc_alloc_string(size_t len);
+MGC_API mgc_value mgc_copy_string(const char *s);
+MGC_API size_t mgc_string_length(mgc_value s);
+#define MGC_STRING_VAL(v) ((char *)(v))
+
+MGC_API mgc_value mgc_copy_double(double d);
+static inline double mgc_double_val(mgc_value v) {
+  double d;
+  memcpy(&d, (const void *)v, sizeof d);
+  return d;
+}
+#define MGC_DOUBLE_VAL(v) mgc_double_val(v)
+MGC_API mgc_value mgc_alloc_double_array(size_t n);
+static inline double mgc_double_field(mgc_value v, size_t i) {
+  double d;
+  memcpy(&d, (const char *)v + i * sizeof(double), sizeof d);
+  return d;
+}
+#define MGC_DOUBLE_FIELD(v, i) mgc_double_field((v), (i))
+MGC_API void mgc_store_double_field(mgc_value v, size_t i, double d);
+
+/* Custom blocks: field 0 points to the ops, data follows. */
+typedef struct mgc_custom_ops {
+  const char *identifier;
+  void (*finalize)(mgc_value v); /* may be NULL; must not allocate */
+} mgc_custom_ops;
+/* mem: out-of-heap bytes held; max: the amount of such memory worth a full
+   major cycle (0: relative to the major heap, as custom_major_ratio says). */
+MGC_API mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes,
+                                   size_t mem, size_t max);
+#define MGC_CUSTOM_OPS(v) (*(const mgc_custom_ops **)(v))
+#define MGC_CUSTOM_DATA(v) ((void *)&MGC_FIELD((v), 1))
+
+/* ------------------------------------------------------------------------ */
+/* Writes                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Store into a field of any block: the write barrier. */
+MGC_API void mgc_modify(mgc_value *field, mgc_value v);
+/* First store into a field of a block from mgc_alloc_shr. */
+MGC_API void mgc_initialize(mgc_value *field, mgc_value v);
+/* Atomic tag change (Lazy -> Forcing -> Forward); 1 on success. */
+MGC_API int mgc_obj_update_tag(mgc_value blk, unsigned old_tag,
+                               unsigned new_tag);
+
+/* ------------------------------------------------------------------------ */
+/* Roots                                                                    */
+/* ------------------------------------------------------------------------ */
+
+/* Local roots, OCaml style.  MGC_PARAMn opens a frame registering existing
+   variables, MGC_LOCALn declares variables set to MGC_UNIT and registers
+   them, MGC_RETURN / MGC_RETURN0 / MGC_DROP close the frame.  At most one of
+   these macros per source line. */
+#define MGC__CAT2(a, b) a##b
+#define MGC__CAT(a, b) MGC__CAT2(a, b)
+#define MGC__FRAME MGC__CAT(mgc__frame_, __LINE__)
+#define MGC__PUSH_FRAME(n, ...)                                                \
+  struct mgc_root_frame MGC__FRAME = {                                         \
+      mgc__state->local_roots, (n), {__VA_ARGS__}};                            \
+  mgc__state->local_roots = &MGC__FRAME
+
+#define MGC_PARAM0                                                             \
+  struct mgc_fast_state *mgc__state = mgc_tls_state;                           \
+  struct mgc_root_frame *mgc__saved_roots = mgc__state->local_roots
+#define MGC_PARAM1(a)                                                          \
+  MGC_PARAM0;                                                                  \
+  MGC__PUSH_FRAME(1, &(a))
+#define MGC_PARAM2(a, b)                                                       \
+  MGC_PARAM0;                                                                  \
+  MGC__PUSH_FRAME(2, &(a), &(b))
+#define MGC_PARAM3(a, b, c)                                                    \
+  MGC_PARAM0;                                                                  \
+  MGC__PUSH_FRAME(3, &(a), &(b), &(c))
+#define MGC_PARAM4(a, b, c, d)                                                 \
+  MGC_PARAM0;                                                                  \
+  MGC__PUSH_FRAME(4, &(a), &(b), &(c), &(d))
+#define MGC_PARAM5(a, b, c, d, e)                                              \
+  MGC_PARAM0;                                                                  \
+  MGC__PUSH_FRAME(5, &(a), &(b), &(c), &(d), &(e))
+
+#define MGC_LOCAL1(x)                                                          \
+  mgc_value x = MGC_UNIT;                                                      \
+  MGC__PUSH_FRAME(1, &(x))
+#define MGC_LOCAL2(x, y)                                                       \
+  mgc_value x = MGC_UNIT, y = MGC_UNIT;                                        \
+  MGC__PUSH_FRAME(2, &(x), &(y))
+#define MGC_LOCAL3(x, y, z)                                                    \
+  mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT;                          \
+  MGC__PUSH_FRAME(3, &(x), &(y), &(z))
+#define MGC_LOCAL4(x, y, z, t)                                                 \
+  mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT, t = MGC_UNIT;            \
+  MGC__PUSH_FRAME(4, &(x), &(y), &(z), &(t))
+#define MGC_LOCAL5(x, y, z, t, u)                                              \
+  mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT, t = MGC_UNIT,            \
+            u = MGC_UNIT;                                                      \
+  MGC__PUSH_FRAME(5, &(x), &(y), &(z), &(t), &(u))
+
+#define MGC_DROP (mgc__state->local_roots = mgc__saved_roots)
+#define MGC_RETURN(v)                                                          \
+  do {                                                                         \
+    mgc_value mgc__result = (v);                                               \
+    mgc__state->local_roots = mgc__saved_roots;                                \
+    return mgc__result;                                                        \
+  } while (0)
+#define MGC_RETURN0                                                            \
+  do {                                                                         \
+    mgc__state->local_roots = mgc__saved_roots;                                \
+    return;                                                                    \
+  } while (0)
+
+/* Global roots: classic ones are scanned at every collection. */
+MGC_API void mgc_register_global_root(mgc_value *r);
+MGC_API void mgc_remove_global_root(mgc_value *r);
+/* Generational ones are scanned at a minor collection only while they hold a
+   young value; change them only with mgc_modify_generational_global_root. */
+MGC_API void mgc_register_generational_global_root(mgc_value *r);
+MGC_API void mgc_modify_generational_global_root(mgc_value *r, mgc_value v);
+MGC_API void mgc_remove_generational_global_root(mgc_value *r);
+
+typedef void (*mgc_scanning_action)(void *data, mgc_value v, mgc_value *slot);
+/* The embedder reports its own roots; called on each domain (by the domain's
+   thread, or its backup thread while it sits in a blocking section). */
+MGC_API void mgc_set_scan_roots_hook(void (*hook)(mgc_scanning_action,
+                                                  void *data));
+
+/* ------------------------------------------------------------------------ */
+/* Domains, threads, safepoints                                             */
+/* ------------------------------------------------------------------------ */
+
+typedef struct mgc_domain mgc_domain;
+
+/* A new OS thread with its own minor heap running body(arg); NULL when it
+   cannot (mgc_last_error says why, e.g. MGC_ETOOMANYDOMAINS). */
+MGC_API mgc_domain *mgc_domain_spawn(mgc_value (*body)(mgc_value arg),
+                                     mgc_value arg);
+/* Waits for the domain, returns body's result (kept alive until now). */
+MGC_API mgc_value mgc_domain_join(mgc_domain *d);
+MGC_API int mgc_domain_self(void);
+
+MGC_API void mgc_poll_slow(void);
+/* A safepoint for loops that do not allocate. */
+static inline void mgc_poll(void) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  if (MGC_UNLIKELY(s->young_ptr <
+                   __atomic_load_n(&s->young_limit, __ATOMIC_RELAXED)))
+    mgc_poll_slow();
+}
+
+/* Around code that may block without touching the heap: no mgc_ call, no
+   MGC_FIELD access, no root change inside.  Collections go on meanwhile. */
+MGC_API void mgc_enter_blocking_section(void);
+MGC_API void mgc_leave_blocking_section(void);
+
+/* ------------------------------------------------------------------------ */
+/* Collection control and statistics                                        */
+/* ------------------------------------------------------------------------ */
+
+MGC_API void mgc_minor_collection(void);
+/* 0 = the automatic amount; else that many words of marking/sweeping. */
+MGC_API void mgc_major_slice(intptr_t work);
+/* Finish the major cycle under way. */
+MGC_API void mgc_major_collection(void);
+/* Empty the minor heaps, then collect until every block that was dead at the
+   call has been freed. */
+MGC_API void mgc_full_major(void);
+/* A full major, then every free pool is given back to the OS (blocks are
+   not moved yet). */
+MGC_API void mgc_compact(void);
+/* Empties the minor heap first; at least 257 words. */
+MGC_API void mgc_set_minor_heap_size(size_t words);
+
+typedef struct mgc_stats {
+  uint64_t minor_words;
+  uint64_t promoted_words;
+  uint64_t major_words;
+  uint64_t minor_collections;
+  uint64_t major_collections;
+  uint64_t forced_major_collections;
+  uint64_t compactions;
+  uint64_t heap_words;
+  uint64_t top_heap_words;
+  uint64_t live_words; /* as of the last mgc_full_major */
+  uint64_t minor_pause_max_ns;
+  uint64_t minor_pause_p50_ns;
+  uint64_t minor_pause_p99_ns;
+  /* Additions: */
+  uint64_t major_slices;
+  uint64_t stw_latency_max_ns; /* collection request to all domains stopped */
+  uint64_t stw_latency_p50_ns;
+  uint64_t stw_latency_p99_ns;
+  uint64_t remset_overflows; /* minor GCs requested by a full table */
+  uint64_t domains;          /* domains alive now */
+} mgc_stats;
+
+/* Never forces a collection.  Summed over all domains. */
+MGC_API void mgc_get_stats(mgc_stats *out);
+
+/* Checks the invariants of DESIGN.md that hold on a stopped heap (stopping
+   the world); 0 when they hold, else prints what broke and returns -1. */
+MGC_API int mgc_verify_heap(void);
+
+/* Hooks must not allocate; NULL removes. */
+MGC_API void mgc_set_minor_gc_begin_hook(void (*hook)(void));
+MGC_API void mgc_set_minor_gc_end_hook(void (*hook)(void));
+MGC_API void mgc_set_major_slice_begin_hook(void (*hook)(void));
+MGC_API void mgc_set_major_slice_end_hook(void (*hook)(void));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* MGC_H */

@@ -1,0 +1,473 @@
+/* Domains: runtime start-up and shutdown, per-domain state, spawn and join,
+ * termination, blocking sections and backup threads (DESIGN §4.4-4.5).
+ *
+ * A domain's thread holds its domain_lock while it runs mutator code.  In a
+ * blocking section it releases the lock and tells its backup thread, which
+ * then services STW interrupts on the domain's behalf (its roots, its minor
+ * heap, its share of the remembered sets), so a domain asleep in a system
+ * call never delays a collection; leaving the section takes the lock back,
+ * which waits for a collection the backup thread is serving.
+ *
+ * Invariant 37: a domain leaves the participant set only with an empty minor
+ * heap, its marking and sweeping done and no interrupt pending, under
+ * all_domains_lock; it then hands its pools and statistics over (orphans),
+ * stops and joins its backup thread, and only then frees its slot, so a
+ * slot is never reused while an old backup thread lives (ocaml #11801).
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+struct mgc_runtime mgc_rt;
+struct mgc_young_range mgc_young_range;
+struct mgc_fast_state mgc_no_domain_state = {0, UINTPTR_MAX, NULL};
+MGC_THREAD_LOCAL struct mgc_fast_state *mgc_tls_state = &mgc_no_domain_state;
+
+_Static_assert(offsetof(struct mgc_dom, fast) == 0,
+               "the fast state must open the domain state");
+
+int mgc_params_validate(const mgc_params *p);
+void mgc_heap_init(void);
+void mgc_heap_free_domain(struct mgc_dom *d);
+void mgc_atoms_init(void);
+
+void mgc_domain_set_self(struct mgc_dom *d) {
+  mgc_tls_state = d ? &d->fast : &mgc_no_domain_state;
+}
+
+struct mgc_dom *mgc_self_or_fatal(const char *what) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  if (MGC_UNLIKELY(s == &mgc_no_domain_state))
+    mgc_fatal("%s called from a thread that is not an mgc domain%s", what,
+              mgc_rt.initialised ? "" : " (mgc_init has not been called)");
+  return (struct mgc_dom *)s;
+}
+
+int mgc_domain_self(void) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  return s == &mgc_no_domain_state ? -1 : ((struct mgc_dom *)s)->id;
+}
+
+void mgc_call_hook(_Atomic(void (*)(void)) *hook) {
+  /* Acquire: pairs with the release store of the setter. */
+  void (*f)(void) = atomic_load_explicit(hook, memory_order_acquire);
+  if (f)
+    f();
+}
+
+/* ------------------------------------------------------------------------ */
+/* Domain state                                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Prepares slot id for a new domain (under all_domains_lock the slot was
+   marked in use; the state itself is private until the domain joins). */
+static struct mgc_dom *dom_prepare(int id) {
+  struct mgc_dom *d = mgc_rt.slots[id];
+  if (!d) {
+    d = mgc_xcalloc(1, sizeof *d, "domain state");
+    pthread_mutex_init(&d->domain_lock, NULL);
+    pthread_mutex_init(&d->intr_lock, NULL);
+    pthread_cond_init(&d->intr_cond, NULL);
+    mgc_rt.slots[id] = d;
+  }
+  d->id = id;
+  d->fast.local_roots = NULL;
+  __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+  d->requested_minor = d->requested_major_slice = false;
+  d->torture_count = 0;
+  d->promote_sweeps = -1;
+  d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
+  mgc_table_init(&d->major_ref, sizeof(mgc_value *));
+  mgc_table_init(&d->custom, sizeof(struct custom_entry));
+  d->extra_minor_resources = 0;
+  atomic_store(&d->interrupt_pending, 0);
+  memset(&d->heap, 0, sizeof d->heap);
+  memset(&d->mark, 0, sizeof d->mark);
+  d->marking_done = true;
+  d->busy_counted = false;
+  d->allocated_words = 0;
+  d->extra_resources = 0;
+  d->debt = 0;
+  memset(&d->stats, 0, sizeof d->stats);
+  memset(&d->pauses, 0, sizeof d->pauses);
+  d->backup_state = BACKUP_RUNNING;
+  d->has_backup = false;
+  d->terminating = false;
+  return d;
+}
+
+static void dom_release_memory(struct mgc_dom *d) {
+  mgc_table_free(&d->major_ref);
+  mgc_table_free(&d->custom);
+  mgc_mark_stack_free(&d->mark);
+  mgc_minor_heap_decommit(d);
+}
+
+/* Adds d to the participants once no section is running. */
+static void join_participants(struct mgc_dom *d) {
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  while (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL)
+    pthread_cond_wait(&mgc_rt.all_domains_cond, &mgc_rt.all_domains_lock);
+  int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  mgc_rt.participants[n] = d;
+  STORE_RELAXED(&mgc_rt.n_participants, n + 1);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Backup threads and blocking sections                                     */
+/* ------------------------------------------------------------------------ */
+
+static void *backup_main(void *arg) {
+  struct mgc_dom *d = arg;
+  mgc_domain_set_self(d);
+  pthread_mutex_lock(&d->intr_lock);
+  for (;;) {
+    if (d->backup_state == BACKUP_TERMINATE)
+      break;
+    if (d->backup_state == BACKUP_BLOCKING &&
+        atomic_load_explicit(&d->interrupt_pending, memory_order_acquire)) {
+      pthread_mutex_unlock(&d->intr_lock);
+      if (pthread_mutex_trylock(&d->domain_lock) == 0) {
+        if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+          mgc_stw_participate(d);
+        pthread_mutex_unlock(&d->domain_lock);
+      } else {
+        /* The domain is coming back and will serve the interrupt. */
+        sched_yield();
+      }
+      pthread_mutex_lock(&d->intr_lock);
+      continue;
+    }
+    pthread_cond_wait(&d->intr_cond, &d->intr_lock);
+  }
+  d->backup_state = BACKUP_RUNNING;
+  pthread_mutex_unlock(&d->intr_lock);
+  return NULL;
+}
+
+static int start_backup(struct mgc_dom *d) {
+  if (d->has_backup)
+    return 0;
+  if (pthread_create(&d->backup_thread, NULL, backup_main, d) != 0)
+    return MGC_ETHREAD;
+  d->has_backup = true;
+  return 0;
+}
+
+static void stop_backup(struct mgc_dom *d) {
+  if (!d->has_backup)
+    return;
+  pthread_mutex_lock(&d->intr_lock);
+  d->backup_state = BACKUP_TERMINATE;
+  pthread_cond_signal(&d->intr_cond);
+  pthread_mutex_unlock(&d->intr_lock);
+  pthread_join(d->backup_thread, NULL);
+  d->has_backup = false;
+}
+
+void mgc_enter_blocking_section(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_enter_blocking_section");
+  if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+    mgc_stw_participate(d);
+  pthread_mutex_unlock(&d->domain_lock);
+  pthread_mutex_lock(&d->intr_lock);
+  d->backup_state = BACKUP_BLOCKING;
+  pthread_cond_signal(&d->intr_cond);
+  pthread_mutex_unlock(&d->intr_lock);
+}
+
+void mgc_leave_blocking_section(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_leave_blocking_section");
+  pthread_mutex_lock(&d->intr_lock);
+  d->backup_state = BACKUP_RUNNING;
+  pthread_mutex_unlock(&d->intr_lock);
+  /* Waits while the backup thread serves a collection for us. */
+  pthread_mutex_lock(&d->domain_lock);
+  mgc_handle_gc_interrupt(d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Init and shutdown                                                        */
+/* ------------------------------------------------------------------------ */
+
+int mgc_init(const mgc_params *given) {
+  if (mgc_rt.initialised)
+    return MGC_ESTATE;
+  mgc_params p;
+  if (given)
+    p = *given;
+  else
+    mgc_params_default(&p);
+  int r = mgc_params_validate(&p);
+  if (r)
+    return r;
+  const char *env = getenv("MGC_PARAMS");
+  if (env && (r = mgc_params_parse(&p, env)) != 0) {
+    fprintf(stderr, "mgc: MGC_PARAMS rejected\n");
+    return r;
+  }
+  memset(&mgc_rt, 0, sizeof mgc_rt);
+  mgc_rt.params = p;
+  mgc_rt.max_domains = p.max_domains;
+  pthread_mutex_init(&mgc_rt.all_domains_lock, NULL);
+  pthread_cond_init(&mgc_rt.all_domains_cond, NULL);
+  pthread_mutex_init(&mgc_rt.pool_lock, NULL);
+  mgc_colours.marked = (word)0 << 8;
+  mgc_colours.unmarked = (word)1 << 8;
+  mgc_colours.garbage = (word)2 << 8;
+  atomic_store(&mgc_minor_gcs_started, 0);
+  mgc_heap_init();
+  mgc_roots_init();
+  mgc_atoms_init();
+  r = mgc_minor_arena_init(p.max_domains, p.minor_heap_words);
+  if (r) {
+    fprintf(stderr, "mgc: cannot reserve the minor heaps (%u x %zu words)\n",
+            p.max_domains, p.minor_heap_words);
+    return r;
+  }
+  mgc_rt.slots = mgc_xcalloc(p.max_domains, sizeof *mgc_rt.slots, "slots");
+  mgc_rt.participants =
+      mgc_xcalloc(p.max_domains, sizeof *mgc_rt.participants, "domains");
+  mgc_stw_init(p.max_domains);
+  struct mgc_dom *d = dom_prepare(0);
+  d->in_use = true;
+  if ((r = mgc_minor_heap_commit(d, p.minor_heap_words)) != 0) {
+    fprintf(stderr, "mgc: cannot commit the minor heap\n");
+    return r;
+  }
+  pthread_mutex_lock(&d->domain_lock);
+  mgc_rt.participants[0] = d;
+  STORE_RELAXED(&mgc_rt.n_participants, 1);
+  STORE_RELAXED(&mgc_rt.domains_alive, 1);
+  mgc_domain_set_self(d);
+  if (p.trace_path[0])
+    mgc_trace_open(p.trace_path);
+  mgc_rt.initialised = true;
+  mgc_reset_young_limit(d);
+  mgc_log(MGC_VERBOSE_PARAMS, "init: s=%zu o=%u d=%u t=%zu V=%d",
+          p.minor_heap_words, p.space_overhead, p.max_domains, p.torture_every,
+          p.verify);
+  return 0;
+}
+
+void mgc_get_params(mgc_params *out) { *out = mgc_rt.params; }
+
+void mgc_shutdown(void) {
+  if (!mgc_rt.initialised)
+    return;
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_shutdown");
+  MGC_CHECK(LOAD_RELAXED(&mgc_rt.n_participants) == 1,
+            "mgc_shutdown: %d domains are still running; join them first",
+            LOAD_RELAXED(&mgc_rt.n_participants));
+  if (mgc_rt.params.verbose & MGC_VERBOSE_STATS)
+    mgc_stats_print();
+  stop_backup(d);
+  mgc_trace_close();
+  for (size_t i = 0; i < mgc_rt.max_domains; i++) {
+    struct mgc_dom *s = mgc_rt.slots[i];
+    if (!s)
+      continue;
+    mgc_heap_free_domain(s);
+    dom_release_memory(s);
+    if (s == d)
+      pthread_mutex_unlock(&s->domain_lock);
+    pthread_mutex_destroy(&s->domain_lock);
+    pthread_mutex_destroy(&s->intr_lock);
+    pthread_cond_destroy(&s->intr_cond);
+    free(s);
+  }
+  mgc_heap_teardown();
+  mgc_global_roots_teardown();
+  mgc_minor_arena_free();
+  mgc_stw_teardown();
+  free(mgc_rt.slots);
+  free(mgc_rt.participants);
+  pthread_mutex_destroy(&mgc_rt.all_domains_lock);
+  pthread_cond_destroy(&mgc_rt.all_domains_cond);
+  pthread_mutex_destroy(&mgc_rt.pool_lock);
+  mgc_domain_set_self(NULL);
+  memset(&mgc_rt, 0, sizeof mgc_rt);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Spawn, terminate, join                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct mgc_domain {
+  pthread_t thread;
+  mgc_value (*body)(mgc_value);
+  mgc_value arg;    /* generational global root until the body starts */
+  mgc_value result; /* generational global root once the body returned */
+  int id;
+  pthread_mutex_t lock; /* handshake */
+  pthread_cond_t cond;
+  int state; /* 0 starting, 1 running, negative: error */
+};
+
+/* Leaves the participant set (invariant 37), looping until nothing is left
+   to do under all_domains_lock. */
+static void domain_terminate(struct mgc_dom *d) {
+  d->terminating = true;
+  for (;;) {
+    mgc_major_finish_own_work(d);
+    mgc_empty_minor_heaps(d);
+    pthread_mutex_lock(&mgc_rt.all_domains_lock);
+    if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL ||
+        atomic_load(&d->interrupt_pending) || !mgc_major_work_done(d) ||
+        d->fast.young_ptr != d->young_end || d->busy_counted ||
+        mgc_table_count(&d->major_ref) != 0) {
+      pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+      if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+        mgc_stw_participate(d);
+      else
+        sched_yield();
+      continue;
+    }
+    int n = LOAD_RELAXED(&mgc_rt.n_participants);
+    for (int i = 0; i < n; i++) {
+      if (mgc_rt.participants[i] == d) {
+        mgc_rt.participants[i] = mgc_rt.participants[n - 1];
+        break;
+      }
+    }
+    STORE_RELAXED(&mgc_rt.n_participants, n - 1);
+    mgc_heap_orphan(d);
+    mgc_stats_orphan(d);
+    pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+    break;
+  }
+  stop_backup(d);
+  pthread_mutex_unlock(&d->domain_lock);
+  dom_release_memory(d);
+  mgc_domain_set_self(NULL);
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  d->in_use = false;
+  atomic_fetch_sub(&mgc_rt.domains_alive, 1);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+}
+
+static void handshake(struct mgc_domain *h, int state) {
+  pthread_mutex_lock(&h->lock);
+  h->state = state;
+  pthread_cond_signal(&h->cond);
+  pthread_mutex_unlock(&h->lock);
+}
+
+static void *domain_main(void *arg) {
+  struct mgc_domain *h = arg;
+  struct mgc_dom *d = mgc_rt.slots[h->id];
+  int r = mgc_minor_heap_commit(d, mgc_rt.params.minor_heap_words);
+  if (r == 0)
+    r = start_backup(d);
+  if (r) {
+    mgc_minor_heap_decommit(d);
+    pthread_mutex_lock(&mgc_rt.all_domains_lock);
+    d->in_use = false;
+    atomic_fetch_sub(&mgc_rt.domains_alive, 1);
+    pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+    handshake(h, r);
+    return NULL;
+  }
+  pthread_mutex_lock(&d->domain_lock);
+  mgc_domain_set_self(d);
+  mgc_reset_young_limit(d);
+  join_participants(d);
+  mgc_value a = h->arg;
+  mgc_remove_generational_global_root(&h->arg);
+  handshake(h, 1);
+  mgc_value res = h->body(a);
+  h->result = res;
+  mgc_register_generational_global_root(&h->result);
+  domain_terminate(d);
+  return NULL;
+}
+
+mgc_domain *mgc_domain_spawn(mgc_value (*body)(mgc_value arg), mgc_value arg) {
+  struct mgc_dom *self = mgc_self_or_fatal("mgc_domain_spawn");
+  MGC_CHECK(body != NULL, "mgc_domain_spawn: NULL body");
+  int r = start_backup(self);
+  if (r) {
+    mgc_set_last_error(r);
+    return NULL;
+  }
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  int id = -1;
+  if (LOAD_RELAXED(&mgc_rt.domains_alive) < mgc_rt.max_domains) {
+    for (size_t i = 0; i < mgc_rt.max_domains; i++) {
+      if (!mgc_rt.slots[i] || !mgc_rt.slots[i]->in_use) {
+        id = (int)i;
+        break;
+      }
+    }
+  }
+  if (id < 0) {
+    pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+    mgc_set_last_error(MGC_ETOOMANYDOMAINS);
+    return NULL;
+  }
+  struct mgc_dom *d = dom_prepare(id);
+  d->in_use = true;
+  atomic_fetch_add(&mgc_rt.domains_alive, 1);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+
+  struct mgc_domain *h = mgc_xcalloc(1, sizeof *h, "domain handle");
+  h->body = body;
+  h->arg = arg;
+  h->result = MGC_UNIT;
+  h->id = id;
+  pthread_mutex_init(&h->lock, NULL);
+  pthread_cond_init(&h->cond, NULL);
+  mgc_register_generational_global_root(&h->arg);
+  if (pthread_create(&h->thread, NULL, domain_main, h) != 0) {
+    mgc_remove_generational_global_root(&h->arg);
+    pthread_mutex_lock(&mgc_rt.all_domains_lock);
+    d->in_use = false;
+    atomic_fetch_sub(&mgc_rt.domains_alive, 1);
+    pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    free(h);
+    mgc_set_last_error(MGC_ETHREAD);
+    return NULL;
+  }
+  /* Wait for the child inside a blocking section: collections (which the
+     child may already take part in) must not wait for us. */
+  mgc_enter_blocking_section();
+  pthread_mutex_lock(&h->lock);
+  while (h->state == 0)
+    pthread_cond_wait(&h->cond, &h->lock);
+  int state = h->state;
+  pthread_mutex_unlock(&h->lock);
+  mgc_leave_blocking_section();
+  if (state < 0) {
+    pthread_join(h->thread, NULL);
+    mgc_remove_generational_global_root(&h->arg);
+    pthread_mutex_destroy(&h->lock);
+    pthread_cond_destroy(&h->cond);
+    free(h);
+    mgc_set_last_error(state);
+    return NULL;
+  }
+  return h;
+}
+
+mgc_value mgc_domain_join(mgc_domain *h) {
+  mgc_self_or_fatal("mgc_domain_join");
+  MGC_CHECK(h != NULL, "mgc_domain_join: NULL domain");
+  mgc_enter_blocking_section();
+  pthread_join(h->thread, NULL);
+  mgc_leave_blocking_section();
+  mgc_value res = h->result;
+  mgc_remove_generational_global_root(&h->result);
+  pthread_mutex_destroy(&h->lock);
+  pthread_cond_destroy(&h->cond);
+  free(h);
+  return res;
+}

@@ -1,0 +1,476 @@
+/* Internal declarations shared by the components of mgc, grouped by the file
+ * that defines them.  Nothing here is part of the public API; every symbol
+ * with external linkage is built with hidden visibility.
+ *
+ * Phases named in comments: "mutator" (a domain running embedder code or the
+ * allocation slow path), "STW" (inside a stop-the-world section, all
+ * participants stopped), "slice" (a major slice run by a domain while others
+ * may be running mutator code).
+ */
+#ifndef MGC_INTERNAL_H
+#define MGC_INTERNAL_H
+
+#include "../include/mgc.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifndef MGC_DEBUG
+#define MGC_DEBUG 0
+#endif
+
+#define WORD sizeof(mgc_value)
+typedef uintptr_t word;
+
+/* ------------------------------------------------------------------------ */
+/* Atomics shorthands.  Every use says why its order suffices.              */
+/* ------------------------------------------------------------------------ */
+
+#define LOAD_RELAXED(p) atomic_load_explicit((p), memory_order_relaxed)
+#define LOAD_ACQUIRE(p) atomic_load_explicit((p), memory_order_acquire)
+#define STORE_RELAXED(p, v)                                                    \
+  atomic_store_explicit((p), (v), memory_order_relaxed)
+#define STORE_RELEASE(p, v)                                                    \
+  atomic_store_explicit((p), (v), memory_order_release)
+
+/* Heap words accessed by several domains (headers of major blocks, fields
+   read by markers and promoters) are accessed through this view. */
+typedef _Atomic word aword;
+#define AWORD(p) ((aword *)(p))
+#define HDR_PTR(v) (AWORD((word *)(v)-1))
+
+/* Relaxed counter increment by the only writer: other domains only read it
+   (statistics), so a load and a store suffice and no RMW is needed. */
+#define COUNTER_ADD(p, n) STORE_RELAXED((p), LOAD_RELAXED(p) + (n))
+
+/* ------------------------------------------------------------------------ */
+/* Header colours (bits 8-9)                                                */
+/* ------------------------------------------------------------------------ */
+
+#define COLOUR_MASK ((word)3 << 8)
+#define COLOUR_HD(h) ((word)(h)&COLOUR_MASK)
+#define WITH_COLOUR(h, c) (((word)(h) & ~COLOUR_MASK) | (c))
+#define NOT_MARKABLE ((word)3 << 8)
+/* The promotion-in-progress marker: wosize 0, colour 1, tag 0.  No young
+   block has wosize 0, so it is unambiguous (DESIGN §1.2). */
+#define IN_PROGRESS_HD ((word)0x100)
+
+#define WHSIZE(wosize) ((wosize) + 1)
+#define IS_YOUNG_BLOCK(v) (MGC_IS_BLOCK(v) && mgc_is_young(v))
+
+/* ------------------------------------------------------------------------ */
+/* platform.c: fatal errors, asserts, OS memory, clocks, spin and futex     */
+/* ------------------------------------------------------------------------ */
+
+_Noreturn void mgc_fatal(const char *fmt, ...)
+    __attribute__((format(printf, 1, 2)));
+_Noreturn void mgc_out_of_memory(size_t bytes, const char *what);
+void mgc_log(unsigned mask, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void mgc_set_last_error(int err);
+
+#if MGC_DEBUG >= 1
+#define MGC_ASSERT(c)                                                          \
+  do {                                                                         \
+    if (!(c))                                                                  \
+      mgc_fatal("assertion failed at %s:%d: %s", __FILE__, __LINE__, #c);      \
+  } while (0)
+#else
+#define MGC_ASSERT(c) ((void)0)
+#endif
+/* Checks kept in release builds: they guard against misuse by embedders. */
+#define MGC_CHECK(c, ...)                                                      \
+  do {                                                                         \
+    if (MGC_UNLIKELY(!(c)))                                                    \
+      mgc_fatal(__VA_ARGS__);                                                  \
+  } while (0)
+
+void *mgc_xmalloc(size_t bytes, const char *what);
+void *mgc_xcalloc(size_t n, size_t size, const char *what);
+void *mgc_xrealloc(void *p, size_t bytes, const char *what);
+void *mgc_os_reserve(size_t bytes, size_t align);
+int mgc_os_commit(void *p, size_t bytes);
+void mgc_os_decommit(void *p, size_t bytes);
+void mgc_os_release(void *p, size_t bytes);
+size_t mgc_page_size(void);
+uint64_t mgc_now_ns(void);
+void mgc_cpu_relax(void);
+void mgc_futex_wait(_Atomic uint32_t *addr, uint32_t expected);
+void mgc_futex_wake_all(_Atomic uint32_t *addr);
+
+/* Wait until *addr != old: spin briefly, then sleep on the futex. */
+void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old);
+
+/* ------------------------------------------------------------------------ */
+/* table.c: growable tables (remembered sets) and the write barrier         */
+/* ------------------------------------------------------------------------ */
+
+/* A table of fixed-size entries (DESIGN §3.1).  Invariant 13: ptr never
+   passes end; crossing threshold requests a minor collection and opens the
+   reserve (limit = end); exhausting the reserve doubles the table. */
+struct mgc_table {
+  char *base;
+  char *ptr;
+  char *threshold;
+  char *limit;
+  char *end;
+  size_t entry_size; /* bytes */
+  size_t size;       /* entries before the threshold */
+  size_t reserve;    /* entries after it */
+};
+
+struct mgc_dom;
+void mgc_table_init(struct mgc_table *t, size_t entry_size);
+void *mgc_table_add_slow(struct mgc_dom *d, struct mgc_table *t);
+void mgc_table_clear(struct mgc_table *t);
+void mgc_table_free(struct mgc_table *t);
+static inline size_t mgc_table_count(const struct mgc_table *t) {
+  return t->base ? (size_t)(t->ptr - t->base) / t->entry_size : 0;
+}
+static inline void *mgc_table_add(struct mgc_dom *d, struct mgc_table *t) {
+  if (MGC_LIKELY(t->ptr < t->limit)) {
+    void *e = t->ptr;
+    t->ptr += t->entry_size;
+    return e;
+  }
+  return mgc_table_add_slow(d, t);
+}
+
+/* A custom-table entry (DESIGN §3.5). */
+struct custom_entry {
+  mgc_value block;
+  size_t mem;
+  size_t max;
+};
+
+/* ------------------------------------------------------------------------ */
+/* pool.c: the shared heap (DESIGN §6.1, §6.6)                              */
+/* ------------------------------------------------------------------------ */
+
+#define POOL_WORDS 4096
+#define POOL_BYTES (POOL_WORDS * WORD)
+#define NUM_SIZE_CLASSES 32
+#define MAX_POOL_WHSIZE 128
+
+/* A pool: 32 KiB, POOL_BYTES-aligned, slots of one size class.  Invariants
+   29-30: only the owner allocates from or sweeps a pool; a free slot has
+   header 0 and links the free list through its first field; a live slot
+   never has header 0. */
+struct pool {
+  struct pool *next;
+  word *free; /* first free slot below bump (its header), or NULL */
+  word *bump; /* slots from here to the end have never been used */
+  struct mgc_dom *owner;
+  uint32_t cls;
+  uint32_t live; /* live slots after the last sweep/alloc */
+  word pad[3];
+};
+#define POOL_HEADER_WORDS (sizeof(struct pool) / WORD)
+
+/* A large block (more than MAX_POOL_WHSIZE words with header): malloc'd
+   with this prefix; the header follows it. */
+struct large {
+  struct large *next;
+  size_t whsize;
+};
+
+struct mgc_heap {
+  struct pool *avail[NUM_SIZE_CLASSES]; /* swept, with free slots */
+  struct pool *full[NUM_SIZE_CLASSES];  /* swept, no free slot */
+  /* not yet swept this cycle: pools that had room at the cycle start, and
+     pools that were full (allocation sweeps only the former) */
+  struct pool *unswept_avail[NUM_SIZE_CLASSES];
+  struct pool *unswept_full[NUM_SIZE_CLASSES];
+  struct large *large; /* swept large blocks */
+  struct large *unswept_large;
+  int sweep_cls;             /* next class the sweeper looks at */
+  size_t pool_count;         /* pools owned */
+  size_t large_words;        /* words in owned large blocks */
+  _Atomic size_t live_words; /* words in allocated slots and large blocks */
+};
+
+extern const uint8_t mgc_size_class_of[MAX_POOL_WHSIZE + 1];
+extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
+
+/* Allocates whsize words in the major heap of d; returns the header address
+   with the header written (colour MARKED) or NULL when out of memory. */
+word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
+                     unsigned reserved);
+/* Sweeps up to budget words; returns the work done. */
+intptr_t mgc_heap_sweep(struct mgc_dom *d, intptr_t budget);
+bool mgc_heap_sweep_done(struct mgc_dom *d);
+void mgc_heap_cycle_start(struct mgc_dom *d);   /* STW: all pools unswept */
+void mgc_heap_orphan(struct mgc_dom *d);        /* terminating domain */
+void mgc_heap_adopt_orphans(struct mgc_dom *d); /* STW */
+void mgc_heap_release_free_pools(bool all);     /* STW, single domain */
+void mgc_heap_teardown(void);
+/* Visit every block of a pool or large list (verifier). */
+typedef void (*mgc_block_visitor)(void *data, word *hp, struct pool *p,
+                                  bool swept);
+void mgc_heap_iter(struct mgc_dom *d, mgc_block_visitor f, void *data);
+void mgc_heap_iter_orphans(mgc_block_visitor f, void *data);
+bool mgc_heap_is_pool_block(word *hp); /* verifier: a slot start of a pool */
+size_t mgc_heap_free_pool_count(void);
+
+/* ------------------------------------------------------------------------ */
+/* major.c: marking, pacing, cycles (DESIGN §6.3-6.7, §6.10)                */
+/* ------------------------------------------------------------------------ */
+
+struct mark_entry {
+  mgc_value *start;
+  mgc_value *end;
+};
+
+/* The mark stack never loses an entry (invariant 36): it grows up to
+   max(heap/32, initial) entries, beyond which short ranges are moved into
+   a compressed set (chunk address -> bitmap of fields to visit). */
+struct mark_stack {
+  struct mark_entry *stack;
+  size_t count;
+  size_t capacity;
+  /* compressed set: open addressing, keys are 64-word-aligned addresses */
+  word *cset_keys;
+  uint64_t *cset_bits;
+  size_t cset_capacity;
+  size_t cset_count;
+  size_t cset_cursor;
+};
+
+struct mgc_colours {
+  word unmarked;
+  word marked;
+  word garbage;
+};
+extern struct mgc_colours mgc_colours;
+
+void mgc_darken(struct mgc_dom *d, mgc_value v);
+void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, bool automatic);
+void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
+void mgc_mark_stack_free(struct mark_stack *ms);
+bool mgc_major_work_done(struct mgc_dom *d);
+void mgc_major_finish_own_work(struct mgc_dom *d);
+void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
+void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
+/* White-box test knob: cap the mark stack at this many entries (0 = the
+   normal rule). */
+extern size_t mgc_mark_stack_cap_for_tests;
+
+/* ------------------------------------------------------------------------ */
+/* minor.c: minor heaps, allocation slow path, promotion (DESIGN §2, §5)     */
+/* ------------------------------------------------------------------------ */
+
+int mgc_minor_arena_init(size_t max_domains, size_t slot_words);
+void mgc_minor_arena_free(void);
+int mgc_minor_heap_commit(struct mgc_dom *d, size_t words);
+void mgc_minor_heap_decommit(struct mgc_dom *d);
+void mgc_reset_young_limit(struct mgc_dom *d);
+void mgc_request_minor(struct mgc_dom *d);
+void mgc_request_major_slice(struct mgc_dom *d);
+void mgc_empty_minor_heaps(struct mgc_dom *d);
+void mgc_poll_gc_work(struct mgc_dom *d);
+void mgc_handle_gc_interrupt(struct mgc_dom *d);
+/* The promotion body of one participant, callable from any STW handler that
+   already holds every participant (DESIGN §4.6 "from inside another STW"). */
+void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
+                        struct mgc_dom **parts);
+void mgc_minor_leader_setup(void);
+/* STW, after the world's minor heaps are empty: custom and table cleanup. */
+extern _Atomic uint64_t mgc_minor_gcs_started;
+
+/* ------------------------------------------------------------------------ */
+/* roots.c: local, global and generational roots, scan hook                  */
+/* ------------------------------------------------------------------------ */
+
+typedef void (*mgc_root_action)(void *ctx, mgc_value v, mgc_value *slot);
+void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx);
+void mgc_scan_global_roots(mgc_root_action f, void *ctx, bool minor);
+void mgc_global_roots_young_to_old(void);
+void mgc_global_roots_teardown(void);
+void mgc_roots_init(void);
+/* verifier */
+int mgc_verify_global_roots(void);
+
+/* ------------------------------------------------------------------------ */
+/* stw.c: stop-the-world sections and barriers (DESIGN §4)                   */
+/* ------------------------------------------------------------------------ */
+
+typedef void (*mgc_stw_handler)(struct mgc_dom *d, void *data, int idx, int n,
+                                struct mgc_dom **parts);
+
+/* Runs handler on every participant; returns 0 when another section was
+   running (ours did not run; the caller retries), 1 when ours ran. */
+int mgc_try_run_on_all_domains(struct mgc_dom *d, mgc_stw_handler h, void *data,
+                               void (*leader_setup)(void *));
+/* Global barrier inside a handler: returns true to exactly one caller (the
+   last to arrive), which must then call mgc_stw_barrier_release(); the
+   others wait inside mgc_stw_barrier_begin until it does. */
+bool mgc_stw_barrier_begin(int n);
+void mgc_stw_barrier_release(void);
+/* Plain barrier: everybody waits for everybody. */
+void mgc_stw_barrier(int n);
+void mgc_stw_interrupt(struct mgc_dom *target);
+void mgc_stw_participate(struct mgc_dom *d);
+bool mgc_stw_in_progress(void);
+void mgc_stw_init(size_t max_domains);
+void mgc_stw_teardown(void);
+
+/* ------------------------------------------------------------------------ */
+/* domain.c: domain state, spawn/join, blocking sections, backup threads    */
+/* ------------------------------------------------------------------------ */
+
+enum backup_state { BACKUP_RUNNING = 0, BACKUP_BLOCKING, BACKUP_TERMINATE };
+
+#define PAUSE_BUCKETS 512
+
+/* A log-scale latency histogram: bucket i covers the durations whose
+   floor(8 * log2(ns)) is i.  Written by one thread, read by any. */
+struct mgc_histogram {
+  _Atomic uint64_t counts[PAUSE_BUCKETS];
+  _Atomic uint64_t max_ns;
+};
+void mgc_histogram_add(struct mgc_histogram *h, uint64_t ns, bool shared);
+
+/* Statistics a domain writes (relaxed stores by the owner, see
+   COUNTER_ADD) and anyone may read. */
+struct mgc_dom_stats {
+  _Atomic uint64_t minor_words;
+  _Atomic uint64_t promoted_words;
+  _Atomic uint64_t major_words;
+  _Atomic uint64_t major_slices;
+  _Atomic uint64_t remset_overflows;
+};
+
+/* Per-domain state.  Fields without a note are touched only by the thread
+   that holds the domain lock: the domain's own thread, or its backup thread
+   while the domain sits in a blocking section. */
+struct mgc_dom {
+  struct mgc_fast_state fast; /* first: read by the inline fast paths */
+  int id;                     /* slot index; domain_self */
+  uint64_t unique_id;
+
+  /* minor heap: young_start <= young_ptr <= young_end (invariant 6) */
+  word young_start;
+  word young_end;
+  word young_trigger; /* midpoint or young_start (invariant 7) */
+  size_t minor_heap_words;
+  bool requested_minor;
+  bool requested_major_slice;
+  size_t torture_count;
+  uint64_t minor_seq; /* number of the last minor GC this domain was in */
+  int promote_sweeps; /* pools promotion may still sweep in this minor GC */
+  struct mgc_table major_ref; /* remembered set: mgc_value * entries */
+  struct mgc_table custom;    /* struct custom_entry */
+  double extra_minor_resources;
+
+  /* STW: set by the leader (release), cleared by the participant */
+  _Atomic int interrupt_pending;
+  int stw_index; /* position in the current section, written by leader */
+
+  /* major heap and collector */
+  struct mgc_heap heap;
+  struct mark_stack mark;
+  bool marking_done;
+  bool busy_counted;      /* counted in mgc_rt.busy_domains */
+  size_t allocated_words; /* major words since the last slice */
+  double extra_resources;
+  intptr_t debt; /* unpaid major work (words) */
+
+  struct mgc_dom_stats stats;
+  struct mgc_histogram pauses;
+
+  /* threads */
+  pthread_mutex_t domain_lock; /* held while running mutator code */
+  pthread_mutex_t intr_lock;   /* protects backup_state, with intr_cond */
+  pthread_cond_t intr_cond;
+  enum backup_state backup_state;
+  bool has_backup;
+  pthread_t backup_thread;
+  bool in_use; /* slot taken (under all_domains_lock) */
+  bool terminating;
+};
+
+/* The runtime: one instance, set up by mgc_init. */
+struct mgc_runtime {
+  bool initialised;
+  mgc_params params;
+  size_t max_domains;
+  struct mgc_dom **slots; /* max_domains entries, allocated on demand */
+
+  /* all_domains_lock protects participants, n_participants, slot use and
+     stw_leader changes (DESIGN §4.1). */
+  pthread_mutex_t all_domains_lock;
+  pthread_cond_t all_domains_cond;
+  struct mgc_dom **participants;
+  _Atomic int n_participants; /* read without the lock by fast checks */
+  _Atomic(struct mgc_dom *) stw_leader;
+  _Atomic size_t domains_alive;
+  uint64_t next_unique_id;
+
+  /* major collector globals, written only inside STW sections */
+  _Atomic uint64_t major_cycles;
+  _Atomic int busy_domains; /* participants with major work left */
+  _Atomic uint64_t forced_major;
+  _Atomic uint64_t compactions;
+  _Atomic uint64_t live_words;
+
+  /* shared heap */
+  pthread_mutex_t pool_lock;
+  _Atomic size_t heap_words;
+  _Atomic size_t top_heap_words;
+
+  /* statistics of terminated domains (under all_domains_lock) */
+  struct mgc_dom_stats orphan_stats;
+  struct mgc_histogram orphan_pauses;
+  struct mgc_histogram stw_latency;
+  _Atomic uint64_t minor_collections;
+
+  /* hooks (atomic: set by any thread, read by collectors) */
+  _Atomic(void (*)(void)) minor_begin_hook;
+  _Atomic(void (*)(void)) minor_end_hook;
+  _Atomic(void (*)(void)) slice_begin_hook;
+  _Atomic(void (*)(void)) slice_end_hook;
+  _Atomic(void (*)(mgc_scanning_action, void *)) scan_roots_hook;
+};
+extern struct mgc_runtime mgc_rt;
+
+extern struct mgc_fast_state mgc_no_domain_state;
+struct mgc_dom *mgc_self_or_fatal(const char *what);
+static inline struct mgc_dom *mgc_self(void) {
+  return (struct mgc_dom *)mgc_tls_state;
+}
+static inline bool mgc_single_domain(void) {
+  return LOAD_RELAXED(&mgc_rt.n_participants) == 1;
+}
+void mgc_domain_set_self(struct mgc_dom *d);
+void mgc_call_hook(_Atomic(void (*)(void)) *hook);
+
+/* ------------------------------------------------------------------------ */
+/* custom.c, alloc.c                                                         */
+/* ------------------------------------------------------------------------ */
+
+void mgc_custom_after_minor(struct mgc_dom *d);
+bool mgc_tag_is_valid_alloc(size_t wosize, unsigned tag);
+mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
+                          unsigned reserved, bool fill);
+
+/* ------------------------------------------------------------------------ */
+/* stats.c, verify.c, events.c                                               */
+/* ------------------------------------------------------------------------ */
+
+uint64_t mgc_histogram_percentile(const struct mgc_histogram *const *hs,
+                                  size_t nh, double pct);
+void mgc_stats_orphan(struct mgc_dom *d);
+void mgc_stats_print(void);
+int mgc_verify_from_stw(void);
+void mgc_verify_after_collection(struct mgc_dom *d, int idx, int n);
+
+void mgc_trace_begin(struct mgc_dom *d, const char *name);
+void mgc_trace_end(struct mgc_dom *d, const char *name);
+void mgc_trace_open(const char *path);
+void mgc_trace_close(void);
+extern bool mgc_trace_on;
+
+#endif /* MGC_INTERNAL_H */

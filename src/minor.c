@@ -1,0 +1,581 @@
+/* Minor heaps, the allocation slow path and the minor collection
+ * (DESIGN §2, §4.6, §5).
+ *
+ * One reservation holds a slot per possible domain, so "is this young?" is
+ * one range check for every domain's heap (invariant 9).  A domain bumps
+ * young_ptr downwards from young_end; young_start <= young_ptr <= young_end
+ * outside the inline fast path (invariant 6).  young_trigger is the midpoint
+ * (crossing it asks for a major slice) or young_start (crossing it asks for
+ * a minor collection); young_limit is the larger of the trigger and nothing
+ * else, or all-ones when an interrupt or request is pending; only the owner
+ * writes a value other than all-ones (invariant 7).
+ *
+ * A minor collection is a STW section in which every participant promotes,
+ * in parallel, from its share of every domain's remembered set, its own
+ * local roots and (participant 0) the global roots, copying young blocks
+ * into its own pools.  A race for one young block is settled on its header:
+ * Note [promotion race] below.  After the end barrier no reachable young
+ * pointer remains (invariant 15) and each domain decides the deadness of
+ * its own young custom blocks, then clears its tables (invariant 25).
+ *
+ * Phases: the slow path runs in the mutator; mgc_minor_from_stw runs inside
+ * STW sections, on the domain's thread or its backup thread.
+ */
+#include "internal.h"
+
+#include <string.h>
+
+_Atomic uint64_t mgc_minor_gcs_started;
+
+/* The reservation (written only at init and inside STW sections). */
+static word arena_start;
+static size_t arena_slot_bytes;
+static size_t arena_slots;
+
+static size_t round_to_pages(size_t bytes) {
+  size_t ps = mgc_page_size();
+  return (bytes + ps - 1) & ~(ps - 1);
+}
+
+int mgc_minor_arena_init(size_t max_domains, size_t slot_words) {
+  size_t slot = round_to_pages(slot_words * WORD);
+  if (max_domains && slot > SIZE_MAX / max_domains)
+    return MGC_ENOMEM;
+  void *p = mgc_os_reserve(slot * max_domains, mgc_page_size());
+  if (!p)
+    return MGC_ENOMEM;
+  arena_start = (word)p;
+  arena_slot_bytes = slot;
+  arena_slots = max_domains;
+  /* Written before any other domain exists. */
+  mgc_young_range.start = arena_start;
+  mgc_young_range.end = arena_start + slot * max_domains;
+  return 0;
+}
+
+void mgc_minor_arena_free(void) {
+  if (arena_start)
+    mgc_os_release((void *)arena_start, arena_slot_bytes * arena_slots);
+  arena_start = 0;
+  mgc_young_range.start = mgc_young_range.end = 0;
+}
+
+/* Commits the first `words` words of d's slot and resets its heap. */
+int mgc_minor_heap_commit(struct mgc_dom *d, size_t words) {
+  size_t bytes = round_to_pages(words * WORD);
+  if (bytes > arena_slot_bytes)
+    return MGC_EINVAL;
+  word start = arena_start + (word)d->id * arena_slot_bytes;
+  if (mgc_os_commit((void *)start, bytes) != 0)
+    return MGC_ENOMEM;
+  d->young_start = start;
+  d->young_end = start + bytes;
+  d->minor_heap_words = bytes / WORD;
+  d->fast.young_ptr = d->young_end;
+  d->young_trigger = d->young_start + bytes / 2;
+  return 0;
+}
+
+void mgc_minor_heap_decommit(struct mgc_dom *d) {
+  if (d->young_start)
+    mgc_os_decommit((void *)d->young_start, d->young_end - d->young_start);
+  d->young_start = d->young_end = d->fast.young_ptr = d->young_trigger = 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Limits, requests and the slow path                                       */
+/* ------------------------------------------------------------------------ */
+
+/* Only the owner calls this (invariant 7).  The exchange and the seq_cst
+   load of interrupt_pending pair with the seq_cst store of an interrupter
+   (mgc_stw_interrupt), which sets the flag before storing all-ones: either
+   our exchange comes after their all-ones store (and we see the flag) or
+   their store comes after our exchange (and the limit stays all-ones). */
+void mgc_reset_young_limit(struct mgc_dom *d) {
+  word lim = mgc_rt.params.torture_every ? UINTPTR_MAX : d->young_trigger;
+  __atomic_exchange_n(&d->fast.young_limit, lim, __ATOMIC_SEQ_CST);
+  if (atomic_load(&d->interrupt_pending) || d->requested_minor ||
+      d->requested_major_slice)
+    __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+}
+
+void mgc_request_minor(struct mgc_dom *d) {
+  d->requested_minor = true;
+  __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+}
+
+void mgc_request_major_slice(struct mgc_dom *d) {
+  d->requested_major_slice = true;
+  __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+}
+
+/* What the domain owes (DESIGN §2.4 "poll GC work"). */
+void mgc_poll_gc_work(struct mgc_dom *d) {
+  if (d->fast.young_ptr - MGC_MAX_YOUNG_WOSIZE * WORD <
+      d->young_trigger + WORD) {
+    if (d->young_trigger == d->young_start) {
+      d->requested_minor = true;
+    } else {
+      d->requested_major_slice = true;
+      d->young_trigger = d->young_start;
+    }
+  }
+  if (d->requested_minor) {
+    d->requested_minor = false;
+    mgc_empty_minor_heaps(d);
+  }
+  if (d->requested_major_slice) {
+    d->requested_major_slice = false;
+    mgc_major_slice_run(d, 0, true);
+  }
+  mgc_reset_young_limit(d);
+}
+
+/* Services a pending STW request, then whatever GC work is owed. */
+void mgc_handle_gc_interrupt(struct mgc_dom *d) {
+  /* Acquire: pairs with the leader's release store of the flag, after
+     which the request is fully written. */
+  if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+    mgc_stw_participate(d);
+  mgc_poll_gc_work(d);
+}
+
+/* Allocates in d's minor heap, collecting as needed.  The limit is never
+   below young_start (or it is all-ones), so passing the limit test means
+   there is room. */
+mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
+                          unsigned reserved) {
+  size_t bytes = WHSIZE(wosize) * WORD;
+  if (MGC_UNLIKELY(d->fast.young_ptr - bytes <
+                   __atomic_load_n(&d->fast.young_limit, __ATOMIC_RELAXED))) {
+    if (mgc_rt.params.torture_every &&
+        ++d->torture_count >= mgc_rt.params.torture_every) {
+      d->torture_count = 0;
+      d->requested_minor = true;
+    }
+    for (;;) {
+      mgc_handle_gc_interrupt(d);
+      if (d->fast.young_ptr - d->young_start >= bytes)
+        break;
+      d->requested_minor = true;
+    }
+  }
+  d->fast.young_ptr -= bytes;
+  *(word *)d->fast.young_ptr = MGC_MAKE_HEADER(wosize, tag, reserved);
+  return (mgc_value)(d->fast.young_ptr + WORD);
+}
+
+mgc_value mgc_alloc_small_slow(size_t wosize, unsigned tag) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_alloc_small");
+  MGC_CHECK(wosize >= 1 && wosize <= MGC_MAX_YOUNG_WOSIZE,
+            "mgc_alloc_small: size %zu words is out of range [1, %d]", wosize,
+            MGC_MAX_YOUNG_WOSIZE);
+  MGC_CHECK(mgc_tag_is_valid_alloc(wosize, tag),
+            "mgc_alloc_small: tag %u cannot be allocated with %zu fields "
+            "this way",
+            tag, wosize);
+  return mgc_alloc_young(d, wosize, tag, 0);
+}
+
+void mgc_poll_slow(void) {
+  mgc_handle_gc_interrupt(mgc_self_or_fatal("mgc_poll"));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Promotion                                                                */
+/* ------------------------------------------------------------------------ */
+
+struct promote_ctx {
+  struct mgc_dom *d;
+  mgc_value todo; /* original address of the first block to scan, or 0 */
+  size_t promoted_words;
+  bool parallel;
+};
+
+/* Note [promotion race]
+   Several domains may reach the same young block.  Its header moves
+   original -> IN_PROGRESS -> 0 and never back (invariant 16): a promoter
+   allocates its copy, then CASes the original header to IN_PROGRESS; the
+   winner stores the copy's address in field 0 (relaxed) and then releases
+   header 0.  Everybody reads headers with acquire, so a reader that sees 0
+   also sees field 0 (invariant 17).  A loser spins until 0, takes the
+   winner's copy, and turns its own into a dead filler.  Only the winner
+   reads the original's fields 1.. and scans them; nobody reads a copy made
+   by another domain before the end barrier except its header (invariant
+   18): the copy's field 1 holds a todo link until mop-up.  With a single
+   participant, plain stores suffice. */
+static inline word young_header(struct promote_ctx *c, mgc_value v) {
+  if (!c->parallel)
+    return LOAD_RELAXED(HDR_PTR(v));
+  word hd = LOAD_ACQUIRE(HDR_PTR(v));
+  while (hd == IN_PROGRESS_HD) {
+    mgc_cpu_relax();
+    hd = LOAD_ACQUIRE(HDR_PTR(v));
+  }
+  return hd;
+}
+
+static inline mgc_value forwarded(mgc_value v) {
+  return (mgc_value)LOAD_RELAXED(AWORD(v));
+}
+
+/* Installs `copy` as the new address of v, whose header was hd.  Returns
+   true when this domain won; *winner is the copy that counts. */
+static inline bool install_forward(struct promote_ctx *c, mgc_value v, word hd,
+                                   mgc_value copy, mgc_value *winner) {
+  if (!c->parallel) {
+    STORE_RELAXED(HDR_PTR(v), 0);
+    STORE_RELAXED(AWORD(v), (word)copy);
+    *winner = copy;
+    return true;
+  }
+  word expected = hd;
+  /* Relaxed CAS: what others must see (field 0) is published by the
+     release store of header 0 below, see Note [promotion race]. */
+  if (atomic_compare_exchange_strong_explicit(
+          HDR_PTR(v), &expected, IN_PROGRESS_HD, memory_order_relaxed,
+          memory_order_relaxed)) {
+    STORE_RELAXED(AWORD(v), (word)copy);
+    STORE_RELEASE(HDR_PTR(v), 0);
+    *winner = copy;
+    return true;
+  }
+  while (LOAD_ACQUIRE(HDR_PTR(v)) != 0)
+    mgc_cpu_relax();
+  *winner = forwarded(v);
+  return false;
+}
+
+/* The loser's copy becomes a dead, MARKED, unscanned block (invariant 20). */
+static void make_filler(mgc_value copy, size_t wosize) {
+#if MGC_DEBUG >= 2
+  for (size_t i = 0; i < wosize; i++)
+    MGC_FIELD(copy, i) = MGC_VAL_INT(0);
+#endif
+  STORE_RELAXED(HDR_PTR(copy), MGC_MAKE_HEADER(wosize, MGC_TAG_ABSTRACT, 0) |
+                                   mgc_colours.marked);
+}
+
+static mgc_value alloc_copy(struct promote_ctx *c, size_t wosize, word hd) {
+  word *hp = mgc_heap_alloc(c->d, wosize, MGC_TAG_HD(hd), MGC_RESERVED_HD(hd));
+  if (!hp)
+    mgc_fatal("out of memory while promoting a block of %zu words", wosize);
+  c->promoted_words += WHSIZE(wosize);
+  return (mgc_value)(hp + 1);
+}
+
+static inline bool no_shortcut_tag(unsigned t) {
+  return t == MGC_TAG_FORWARD || t == MGC_TAG_LAZY || t == MGC_TAG_FORCING ||
+         t == MGC_TAG_DOUBLE;
+}
+
+/* The tag of the block f points to, looking through a young block already
+   promoted (header 0) to its copy. */
+static unsigned target_tag(struct promote_ctx *c, mgc_value f) {
+  if (!mgc_is_young(f))
+    return MGC_TAG_HD(LOAD_RELAXED(HDR_PTR(f)));
+  word hd = young_header(c, f);
+  if (hd == 0)
+    return MGC_TAG_HD(LOAD_RELAXED(HDR_PTR(forwarded(f))));
+  return MGC_TAG_HD(hd);
+}
+
+/* Promotes the young block v and returns its new address (DESIGN §5.2).
+   One-field blocks and non-shortcut Forward chains continue in a loop into
+   the copy's field 0; larger scanned blocks go on the todo list, threaded
+   through field 1 of their copies. */
+static mgc_value promote(struct promote_ctx *c, mgc_value v) {
+  mgc_value first;
+  mgc_value *slot = &first;
+  for (;;) {
+    if (!IS_YOUNG_BLOCK(v)) {
+      *slot = v;
+      return first;
+    }
+    word hd = young_header(c, v);
+    mgc_value off = 0;
+    if (hd != 0 && MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+      off = (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
+      v -= off;
+      hd = young_header(c, v);
+    }
+    if (hd == 0) {
+      *slot = forwarded(v) + off;
+      return first;
+    }
+    unsigned tag = MGC_TAG_HD(hd);
+    size_t sz = MGC_WOSIZE_HD(hd);
+    mgc_value copy, winner;
+    if (tag < MGC_TAG_INFIX) {
+      copy = alloc_copy(c, sz, hd);
+      mgc_value f0 = (mgc_value)LOAD_RELAXED(AWORD(v));
+      if (!install_forward(c, v, hd, copy, &winner)) {
+        make_filler(copy, sz);
+        *slot = winner + off;
+        return first;
+      }
+      *slot = copy + off;
+      MGC_FIELD(copy, 0) = f0;
+      if (sz > 1 && tag != MGC_TAG_CONT) {
+        MGC_FIELD(copy, 1) = c->todo;
+        c->todo = v;
+        return first;
+      }
+      if (tag == MGC_TAG_CONT)
+        return first; /* field 0 is a fiber, not a value */
+      slot = &MGC_FIELD(copy, 0);
+      v = f0;
+    } else if (tag >= MGC_TAG_NO_SCAN) {
+      copy = alloc_copy(c, sz, hd);
+      memcpy((void *)copy, (void *)v, sz * WORD);
+      if (!install_forward(c, v, hd, copy, &winner))
+        make_filler(copy, sz);
+      *slot = winner + off;
+      return first;
+    } else {
+      /* Forward: short-circuit unless the target is lazy-like or a
+         double (invariant 5, DESIGN §1.3). */
+      mgc_value f = (mgc_value)LOAD_RELAXED(AWORD(v));
+      if (!MGC_IS_BLOCK(f) || !no_shortcut_tag(target_tag(c, f))) {
+        v = f;
+        continue;
+      }
+      copy = alloc_copy(c, 1, hd);
+      if (!install_forward(c, v, hd, copy, &winner)) {
+        make_filler(copy, 1);
+        *slot = winner;
+        return first;
+      }
+      *slot = copy;
+      MGC_FIELD(copy, 0) = f;
+      slot = &MGC_FIELD(copy, 0);
+      v = f;
+    }
+  }
+}
+
+/* Scans the todo list (DESIGN §5.4): for each promoted block, promote its
+   copy's field 0 in place and fields 1.. from the original. */
+static void mopup(struct promote_ctx *c) {
+  while (c->todo) {
+    mgc_value v = c->todo;
+    mgc_value copy = forwarded(v);
+    c->todo = MGC_FIELD(copy, 1);
+    size_t sz = MGC_WOSIZE_HD(LOAD_RELAXED(HDR_PTR(copy)));
+    mgc_value f = MGC_FIELD(copy, 0);
+    if (IS_YOUNG_BLOCK(f))
+      MGC_FIELD(copy, 0) = promote(c, f);
+    for (size_t i = 1; i < sz; i++) {
+      f = MGC_FIELD(v, i);
+      MGC_FIELD(copy, i) = IS_YOUNG_BLOCK(f) ? promote(c, f) : f;
+    }
+  }
+}
+
+/* The scanning action for roots: a no-op outside the minor heaps. */
+static void promote_action(void *ctx, mgc_value v, mgc_value *slot) {
+  if (IS_YOUNG_BLOCK(v))
+    *slot = promote(ctx, v);
+}
+
+/* This participant's share of every remembered set (DESIGN §4.6): starting
+   with table idx, the j-th table visited gives its j-th of n slices, so
+   each entry is processed exactly once (invariant 21).  Slots are read and
+   written with relaxed atomics: the same slot may sit in two domains'
+   tables and be rewritten by another participant at the same moment
+   (ocaml #12737); both write the same winner's address. */
+static void promote_remembered(struct promote_ctx *c, int idx, int n,
+                               struct mgc_dom **parts) {
+  for (int j = 0; j < n; j++) {
+    struct mgc_table *t = &parts[(idx + j) % n]->major_ref;
+    size_t count = mgc_table_count(t);
+    size_t per = count / (size_t)n;
+    size_t lo = per * (size_t)j;
+    size_t hi = j == n - 1 ? count : lo + per;
+    mgc_value **e = (mgc_value **)t->base;
+    for (size_t k = lo; k < hi; k++) {
+      aword *slot = AWORD(e[k]);
+      mgc_value v = (mgc_value)LOAD_RELAXED(slot);
+      if (IS_YOUNG_BLOCK(v))
+        STORE_RELAXED(slot, (word)promote(c, v));
+    }
+  }
+}
+
+#if MGC_DEBUG >= 2
+static void check_remembered_promoted(struct mgc_dom *d) {
+  size_t count = mgc_table_count(&d->major_ref);
+  mgc_value **e = (mgc_value **)d->major_ref.base;
+  for (size_t k = 0; k < count; k++) {
+    mgc_value v = (mgc_value)LOAD_RELAXED(AWORD(e[k]));
+    MGC_CHECK(!IS_YOUNG_BLOCK(v),
+              "remembered slot %p still holds young %p after promotion",
+              (void *)e[k], (void *)v);
+  }
+}
+
+static void poison_minor_heap(word from, word to) {
+  for (word *p = (word *)from; p < (word *)to; p++)
+    *p = 0xD700D7D7D700D6D7u; /* odd: reads as an integer */
+}
+#endif
+
+void mgc_minor_leader_setup(void) {
+  /* Relaxed: readers compare counts only to see that a collection ran;
+     the STW barriers order everything else. */
+  atomic_fetch_add_explicit(&mgc_minor_gcs_started, 1, memory_order_relaxed);
+  atomic_fetch_add_explicit(&mgc_rt.minor_collections, 1, memory_order_relaxed);
+}
+
+static void minor_setup(void *data) {
+  (void)data;
+  mgc_minor_leader_setup();
+}
+
+/* One participant's minor collection (DESIGN §5.5). */
+void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
+                        struct mgc_dom **parts) {
+  uint64_t t0 = mgc_now_ns();
+  mgc_call_hook(&mgc_rt.minor_begin_hook);
+  mgc_trace_begin(d, "minor");
+  struct promote_ctx c = {d, 0, 0, n > 1};
+  word used_from = d->fast.young_ptr;
+  d->promote_sweeps = 32;
+  d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
+  if (idx == 0) {
+    mgc_scan_global_roots(promote_action, &c, true);
+    mgc_global_roots_young_to_old();
+  }
+  promote_remembered(&c, idx, n, parts);
+  mopup(&c);
+  mgc_scan_local_roots(d, promote_action, &c);
+  mopup(&c);
+  d->promote_sweeps = -1;
+
+  COUNTER_ADD(&d->stats.minor_words, (d->young_end - used_from) / WORD);
+  COUNTER_ADD(&d->stats.promoted_words, c.promoted_words);
+  d->fast.young_ptr = d->young_end;
+  d->young_trigger = d->young_start + (d->young_end - d->young_start) / 2;
+  mgc_note_major_alloc(d, c.promoted_words);
+
+  /* Nobody decides a young block is dead before everybody has promoted
+     (invariant 23, ocaml #11995). */
+  if (n > 1)
+    mgc_stw_barrier(n);
+#if MGC_DEBUG >= 2
+  /* Every remembered slot now holds an immediate or a major block; checked
+     before anyone resumes (a second barrier), since mutators may store
+     young values into those slots again right after. */
+  check_remembered_promoted(d);
+  if (n > 1)
+    mgc_stw_barrier(n);
+#endif
+  uint64_t t1 = mgc_now_ns();
+  mgc_trace_end(d, "minor");
+  mgc_call_hook(&mgc_rt.minor_end_hook);
+  mgc_custom_after_minor(d);
+#if MGC_DEBUG >= 2
+  poison_minor_heap(used_from, d->young_end);
+#endif
+  mgc_table_clear(&d->major_ref);
+  mgc_table_clear(&d->custom);
+  d->extra_minor_resources = 0;
+  mgc_histogram_add(&d->pauses, t1 - t0, false);
+  if (mgc_rt.params.verify || MGC_DEBUG >= 3)
+    mgc_verify_after_collection(d, idx, n);
+  mgc_reset_young_limit(d);
+}
+
+static void stw_minor(struct mgc_dom *d, void *data, int idx, int n,
+                      struct mgc_dom **parts) {
+  (void)data;
+  mgc_minor_from_stw(d, idx, n, parts);
+}
+
+/* Runs until this domain has taken part in a minor collection that started
+   after the call: ours, or one led by another domain (DESIGN §4.6).  The
+   test is on the collections this domain was in, not on the global count:
+   a leader bumps the count before it interrupts us, so a moved count alone
+   does not mean our heap was emptied yet. */
+void mgc_empty_minor_heaps(struct mgc_dom *d) {
+  uint64_t start = LOAD_RELAXED(&mgc_minor_gcs_started);
+  while (d->minor_seq <= start)
+    mgc_try_run_on_all_domains(d, stw_minor, NULL, minor_setup);
+}
+
+void mgc_minor_collection(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_minor_collection");
+  d->requested_minor = false;
+  mgc_empty_minor_heaps(d);
+  mgc_poll_gc_work(d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Resizing                                                                 */
+/* ------------------------------------------------------------------------ */
+
+struct resize_request {
+  struct mgc_dom *requester;
+  size_t words;
+};
+
+/* STW: empties every minor heap, moves the reservation to one with bigger
+   slots, and has every domain commit its heap there (DESIGN §2.6). */
+static void stw_grow_arena(struct mgc_dom *d, void *data, int idx, int n,
+                           struct mgc_dom **parts) {
+  struct resize_request *r = data;
+  if (mgc_stw_barrier_begin(n)) {
+    mgc_minor_leader_setup();
+    mgc_stw_barrier_release();
+  }
+  mgc_minor_from_stw(d, idx, n, parts);
+  if (mgc_stw_barrier_begin(n)) {
+    size_t need = round_to_pages(r->words * WORD);
+    if (need > arena_slot_bytes) {
+      mgc_os_release((void *)arena_start, arena_slot_bytes * arena_slots);
+      void *p = mgc_os_reserve(need * arena_slots, mgc_page_size());
+      if (!p)
+        mgc_fatal("cannot reserve %zu bytes for the minor heaps",
+                  need * arena_slots);
+      arena_start = (word)p;
+      arena_slot_bytes = need;
+      mgc_young_range.start = arena_start;
+      mgc_young_range.end = arena_start + need * arena_slots;
+    }
+    mgc_stw_barrier_release();
+  }
+  size_t words = d == r->requester ? r->words : d->minor_heap_words;
+  if (mgc_minor_heap_commit(d, words) != 0)
+    mgc_fatal("cannot commit a minor heap of %zu words", words);
+  mgc_table_free(&d->major_ref);
+  mgc_table_free(&d->custom);
+  mgc_reset_young_limit(d);
+  mgc_stw_barrier(n);
+}
+
+void mgc_set_minor_heap_size(size_t words) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_set_minor_heap_size");
+  MGC_CHECK(words >= MGC_MAX_YOUNG_WOSIZE + 1 && words <= ((size_t)1 << 32),
+            "mgc_set_minor_heap_size: %zu words is out of range [%d, 2^32]",
+            words, MGC_MAX_YOUNG_WOSIZE + 1);
+  if (round_to_pages(words * WORD) <= arena_slot_bytes) {
+    /* Always collect first, even with an empty own heap: our tables may
+       hold slots pointing into other domains' heaps (DESIGN correction 4). */
+    mgc_empty_minor_heaps(d);
+    MGC_CHECK(d->fast.young_ptr == d->young_end,
+              "minor heap not empty before resizing");
+    mgc_minor_heap_decommit(d);
+    if (mgc_minor_heap_commit(d, words) != 0)
+      mgc_fatal("cannot commit a minor heap of %zu words", words);
+    mgc_table_free(&d->major_ref);
+    mgc_table_free(&d->custom);
+    mgc_reset_young_limit(d);
+  } else {
+    struct resize_request r = {d, words};
+    uint64_t start = LOAD_RELAXED(&mgc_minor_gcs_started);
+    while (d->minor_seq <= start ||
+           d->minor_heap_words != round_to_pages(words * WORD) / WORD)
+      mgc_try_run_on_all_domains(d, stw_grow_arena, &r, NULL);
+  }
+  mgc_log(MGC_VERBOSE_PARAMS, "minor heap: %zu words", d->minor_heap_words);
+}

@@ -1,0 +1,177 @@
+/* Platform layer: fatal errors and the embedder's handlers, logging, OS
+ * memory (reserve / commit / release), the monotonic clock, spinning and
+ * futex sleeping.
+ *
+ * Runs in any phase.  mgc_fatal never returns: it prints what broke and on
+ * which domain, calls the embedder's fatal handler, then aborts.
+ */
+#define _GNU_SOURCE
+#include "internal.h"
+
+#include <errno.h>
+#include <linux/futex.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+static _Atomic(void (*)(const char *)) fatal_handler;
+static _Atomic(void (*)(size_t)) oom_handler;
+
+void mgc_set_fatal_handler(void (*handler)(const char *msg)) {
+  /* Release: a handler installed by one thread is seen by others. */
+  atomic_store_explicit(&fatal_handler, handler, memory_order_release);
+}
+
+void mgc_set_oom_handler(void (*handler)(size_t bytes)) {
+  atomic_store_explicit(&oom_handler, handler, memory_order_release);
+}
+
+static int self_id(void) {
+  struct mgc_dom *d = mgc_self();
+  return (struct mgc_fast_state *)d == &mgc_no_domain_state ? -1 : d->id;
+}
+
+_Noreturn void mgc_fatal(const char *fmt, ...) {
+  char msg[512];
+  int n =
+      snprintf(msg, sizeof msg, "mgc: fatal error (domain %d): ", self_id());
+  va_list ap;
+  va_start(ap, fmt);
+  if (n > 0 && (size_t)n < sizeof msg)
+    vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
+  va_end(ap);
+  void (*h)(const char *) =
+      atomic_load_explicit(&fatal_handler, memory_order_acquire);
+  if (h)
+    h(msg);
+  else
+    fprintf(stderr, "%s\n", msg);
+  abort();
+}
+
+_Noreturn void mgc_out_of_memory(size_t bytes, const char *what) {
+  void (*h)(size_t) = atomic_load_explicit(&oom_handler, memory_order_acquire);
+  if (h)
+    h(bytes);
+  else
+    fprintf(stderr,
+            "mgc: out of memory (domain %d): could not allocate %zu bytes "
+            "for %s\n",
+            self_id(), bytes, what);
+  abort();
+}
+
+void mgc_log(unsigned mask, const char *fmt, ...) {
+  if (!(mgc_rt.params.verbose & mask))
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mgc[%d]: ", self_id());
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+void *mgc_xmalloc(size_t bytes, const char *what) {
+  void *p = malloc(bytes ? bytes : 1);
+  if (!p)
+    mgc_out_of_memory(bytes, what);
+  return p;
+}
+
+void *mgc_xcalloc(size_t n, size_t size, const char *what) {
+  void *p = calloc(n ? n : 1, size ? size : 1);
+  if (!p)
+    mgc_out_of_memory(n * size, what);
+  return p;
+}
+
+void *mgc_xrealloc(void *old, size_t bytes, const char *what) {
+  void *p = realloc(old, bytes ? bytes : 1);
+  if (!p)
+    mgc_out_of_memory(bytes, what);
+  return p;
+}
+
+size_t mgc_page_size(void) {
+  static size_t ps;
+  if (!ps) {
+    long v = sysconf(_SC_PAGESIZE);
+    ps = v > 0 ? (size_t)v : 4096;
+  }
+  return ps;
+}
+
+/* Reserves address space aligned to align (a power of two, at least a
+   page); nothing is committed.  NULL on failure. */
+void *mgc_os_reserve(size_t bytes, size_t align) {
+  size_t span = bytes + (align > mgc_page_size() ? align : 0);
+  char *p = mmap(NULL, span, PROT_NONE,
+                 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (p == MAP_FAILED)
+    return NULL;
+  if (span == bytes)
+    return p;
+  char *aligned =
+      (char *)(((uintptr_t)p + align - 1) & ~(uintptr_t)(align - 1));
+  if (aligned > p)
+    munmap(p, (size_t)(aligned - p));
+  char *end = aligned + bytes;
+  if (p + span > end)
+    munmap(end, (size_t)(p + span - end));
+  return aligned;
+}
+
+int mgc_os_commit(void *p, size_t bytes) {
+  return mprotect(p, bytes, PROT_READ | PROT_WRITE) == 0 ? 0 : MGC_ENOMEM;
+}
+
+void mgc_os_decommit(void *p, size_t bytes) {
+  /* Fresh zero pages on the next commit; the range stays reserved. */
+  mmap(p, bytes, PROT_NONE,
+       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
+}
+
+void mgc_os_release(void *p, size_t bytes) { munmap(p, bytes); }
+
+uint64_t mgc_now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void mgc_cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+void mgc_futex_wait(_Atomic uint32_t *addr, uint32_t expected) {
+  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAIT_PRIVATE, expected, NULL, NULL,
+          0);
+}
+
+void mgc_futex_wake_all(_Atomic uint32_t *addr) {
+  syscall(SYS_futex, (uint32_t *)addr, FUTEX_WAKE_PRIVATE, INT32_MAX, NULL,
+          NULL, 0);
+}
+
+/* Spin for a short while (a waiter usually gets its answer within a few
+   microseconds), then sleep on the futex word.  The acquire loads pair with
+   the release store of whoever changes the word. */
+void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old) {
+  for (int i = 0; i < 2000; i++) {
+    if (LOAD_ACQUIRE(addr) != old)
+      return;
+    mgc_cpu_relax();
+  }
+  while (LOAD_ACQUIRE(addr) == old)
+    mgc_futex_wait(addr, old);
+}

@@ -1,0 +1,511 @@
+/* The shared (major) heap: size-classed pools and large blocks.
+ *
+ * Each domain allocates from, and sweeps, only its own pools (invariant 29).
+ * A pool is 32 KiB, aligned on its size, holding slots of one size class;
+ * a free slot has header 0 and its first field links the pool's free list
+ * (invariant 30), which sweeping rebuilds in address order.  Blocks of more
+ * than 128 words with header are malloc'd with a small prefix.
+ *
+ * Lists per domain and class: avail (swept, has room), full (swept, no
+ * room), unswept (moved there at each cycle start).  Empty pools go to a
+ * global cache of free pools (pool_lock), of which the excess is given back
+ * to the OS at cycle ends.  Terminating domains hand their pools to global
+ * orphan lists; the next cycle start adopts them.
+ *
+ * Phases: allocation and sweeping run on the owner (mutator, slice, or its
+ * own part of a STW section); cycle start, adoption and release run in STW.
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+/* Whole-slot sizes (header included) of the 32 classes (DESIGN §6.1). */
+const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES] = {
+    1,  2,  3,  4,  5,  6,  7,  8,  10, 12, 14, 16, 17, 19,  22,  25,
+    28, 32, 33, 37, 42, 47, 53, 59, 65, 73, 81, 89, 99, 108, 118, 128};
+
+/* Filled at start-up from the class sizes. */
+static uint8_t class_of[MAX_POOL_WHSIZE + 1];
+
+#define CHUNK_POOLS 16
+
+struct free_pool {
+  struct free_pool *next;
+};
+
+/* Global state under pool_lock. */
+static struct free_pool *free_pools;
+static size_t free_pool_count;
+static struct pool *orphan_pools;
+static struct large *orphan_large;
+static size_t orphan_large_words;
+static size_t total_pools_in_use;
+
+static void init_class_table(void) {
+  unsigned c = 1;
+  for (unsigned wh = 0; wh <= MAX_POOL_WHSIZE; wh++) {
+    while (mgc_class_whsize[c] < wh)
+      c++;
+    class_of[wh] = (uint8_t)(wh <= 1 ? 1 : c);
+  }
+}
+
+static inline word *pool_first_slot(struct pool *p) {
+  size_t wh = mgc_class_whsize[p->cls];
+  size_t waste = (POOL_WORDS - POOL_HEADER_WORDS) % wh;
+  return (word *)p + POOL_HEADER_WORDS + waste;
+}
+static inline word *pool_end(struct pool *p) { return (word *)p + POOL_WORDS; }
+
+static inline bool pool_has_room(struct pool *p) {
+  return p->free || p->bump + mgc_class_whsize[p->cls] <= pool_end(p);
+}
+
+/* The slots that have been used: [start, end). */
+void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh) {
+  *start = pool_first_slot(p);
+  *end = p->bump;
+  *wh = mgc_class_whsize[p->cls];
+}
+
+static void heap_words_add(intptr_t delta) {
+  /* Relaxed: a statistic; top_heap_words is a monotone max updated with a
+     CAS loop so that concurrent growers do not lose a maximum. */
+  size_t now = atomic_fetch_add_explicit(&mgc_rt.heap_words, (size_t)delta,
+                                         memory_order_relaxed) +
+               (size_t)delta;
+  if (delta > 0) {
+    size_t top = LOAD_RELAXED(&mgc_rt.top_heap_words);
+    while (now > top && !atomic_compare_exchange_weak_explicit(
+                            &mgc_rt.top_heap_words, &top, now,
+                            memory_order_relaxed, memory_order_relaxed)) {
+    }
+  }
+}
+
+/* Takes a pool from the cache or maps a new chunk.  NULL when the OS has
+   no more memory. */
+static struct pool *pool_acquire(void) {
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  if (!free_pools) {
+    char *chunk = mgc_os_reserve(CHUNK_POOLS * POOL_BYTES, POOL_BYTES);
+    if (!chunk || mgc_os_commit(chunk, CHUNK_POOLS * POOL_BYTES) != 0) {
+      if (chunk)
+        mgc_os_release(chunk, CHUNK_POOLS * POOL_BYTES);
+      pthread_mutex_unlock(&mgc_rt.pool_lock);
+      return NULL;
+    }
+    for (int i = CHUNK_POOLS - 1; i >= 0; i--) {
+      struct free_pool *f =
+          (struct free_pool *)(chunk + (size_t)i * POOL_BYTES);
+      f->next = free_pools;
+      free_pools = f;
+    }
+    free_pool_count += CHUNK_POOLS;
+    mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools", CHUNK_POOLS);
+  }
+  struct free_pool *f = free_pools;
+  free_pools = f->next;
+  free_pool_count--;
+  total_pools_in_use++;
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  heap_words_add(POOL_WORDS);
+  return (struct pool *)f;
+}
+
+static void pool_release(struct pool *p) {
+#if MGC_DEBUG >= 2
+  memset(p, 0xD5, POOL_BYTES);
+#endif
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  struct free_pool *f = (struct free_pool *)p;
+  f->next = free_pools;
+  free_pools = f;
+  free_pool_count++;
+  total_pools_in_use--;
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  heap_words_add(-(intptr_t)POOL_WORDS);
+}
+
+/* A fresh pool: no free list, every slot in the bump region, so that
+   allocation from it is sequential and nothing is written in advance.  The
+   pool is private to d until it is linked into d's lists. */
+static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
+  p->owner = d;
+  p->cls = cls;
+  p->live = 0;
+  p->free = NULL;
+  p->bump = pool_first_slot(p);
+}
+
+static inline void push_pool(struct pool **list, struct pool *p) {
+  p->next = *list;
+  *list = p;
+}
+
+/* Sweeps one pool (DESIGN §6.6): GARBAGE slots are freed (custom blocks
+   finalised first), every other colour is live.  Headers are read with
+   relaxed loads: another domain may be marking a live block right now
+   (ocaml #12916); it can only turn UNMARKED into MARKED, which we treat
+   alike.  The pool then goes to avail, full, or back to the cache. */
+static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
+  size_t wh = mgc_class_whsize[p->cls];
+  word *s = pool_first_slot(p), *end = p->bump;
+  /* Sweeping is a sequential scan: a quarter of the cost of marking a
+     word, in the units of the pacing. */
+  intptr_t work = (intptr_t)(end - s) / 4 + 16;
+  word garbage = mgc_colours.garbage;
+  word *head = NULL, **tail = &head;
+  unsigned live = 0;
+  size_t freed = 0;
+  for (; s < end; s += wh) {
+    word hd = LOAD_RELAXED(AWORD(s));
+    if (hd != 0) {
+      if (COLOUR_HD(hd) != garbage) {
+        live++;
+        continue;
+      }
+      if (MGC_TAG_HD(hd) == MGC_TAG_CUSTOM) {
+        const mgc_custom_ops *ops = (const mgc_custom_ops *)s[1];
+        if (ops && ops->finalize)
+          ops->finalize((mgc_value)(s + 1));
+      }
+      STORE_RELAXED(AWORD(s), 0);
+#if MGC_DEBUG >= 2
+      for (size_t i = 2; i < wh; i++)
+        s[i] = 0xD5D5D5D5D5D5D5D5u;
+#endif
+      freed += wh;
+    }
+    *tail = s;
+    tail = (word **)&s[1];
+  }
+  *tail = NULL;
+  p->free = head;
+  p->live = live;
+  if (freed)
+    COUNTER_ADD(&d->heap.live_words, (size_t)0 - freed);
+  if (live == 0) {
+    d->heap.pool_count--;
+    pool_release(p);
+  } else if (pool_has_room(p)) {
+    push_pool(&d->heap.avail[p->cls], p);
+  } else {
+    push_pool(&d->heap.full[p->cls], p);
+  }
+  return work;
+}
+
+static word *large_alloc(struct mgc_dom *d, size_t wosize) {
+  size_t wh = WHSIZE(wosize);
+  if (wosize > MGC_MAX_WOSIZE || wh > (SIZE_MAX - sizeof(struct large)) / WORD)
+    return NULL;
+  struct large *l = malloc(sizeof(struct large) + wh * WORD);
+  if (!l)
+    return NULL;
+  l->whsize = wh;
+  l->next = d->heap.large;
+  d->heap.large = l;
+  d->heap.large_words += wh;
+  COUNTER_ADD(&d->heap.live_words, wh);
+  heap_words_add((intptr_t)wh);
+  return (word *)(l + 1);
+}
+
+word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
+                     unsigned reserved) {
+  size_t wh = WHSIZE(wosize);
+  word *hp;
+  if (wh > MAX_POOL_WHSIZE) {
+    hp = large_alloc(d, wosize);
+    if (!hp)
+      return NULL;
+  } else {
+    unsigned cls = class_of[wh];
+    struct pool *p = d->heap.avail[cls];
+    if (MGC_UNLIKELY(!p)) {
+      /* Sweep a few of this class's unswept pools until one has room
+         (the work counts against this domain's debt), else take a fresh
+         pool.  Promotion sweeps at most a few pools per collection, to
+         keep the pause short; the next slice sweeps the rest. */
+      struct pool *u;
+      for (int tries = 0;
+           !d->heap.avail[cls] && tries < 16 && d->promote_sweeps != 0;
+           tries++) {
+        struct pool **list = d->heap.unswept_avail[cls]
+                                 ? &d->heap.unswept_avail[cls]
+                                 : &d->heap.unswept_full[cls];
+        if (!(u = *list))
+          break;
+        *list = u->next;
+        d->debt -= sweep_pool(d, u);
+        if (d->promote_sweeps > 0)
+          d->promote_sweeps--;
+      }
+      p = d->heap.avail[cls];
+      if (!p) {
+        p = pool_acquire();
+        if (!p)
+          return NULL;
+        pool_init(p, cls, d);
+        d->heap.pool_count++;
+        push_pool(&d->heap.avail[cls], p);
+      }
+    }
+    hp = p->free;
+    if (hp) {
+      p->free = (word *)hp[1];
+      /* The next allocation will write there: start fetching it now. */
+      __builtin_prefetch(p->free, 1);
+    } else {
+      hp = p->bump;
+      p->bump += mgc_class_whsize[cls];
+    }
+    p->live++;
+    if (!pool_has_room(p)) {
+      d->heap.avail[cls] = p->next;
+      push_pool(&d->heap.full[cls], p);
+    }
+    COUNTER_ADD(&d->heap.live_words, mgc_class_whsize[cls]);
+  }
+  /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
+     to other domains only through a later release store of its address. */
+  STORE_RELAXED(AWORD(hp),
+                MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.marked);
+  return hp;
+}
+
+static intptr_t sweep_large(struct mgc_dom *d, intptr_t budget) {
+  intptr_t work = 0;
+  word garbage = mgc_colours.garbage;
+  struct large *l;
+  while (work < budget && (l = d->heap.unswept_large)) {
+    d->heap.unswept_large = l->next;
+    word *hp = (word *)(l + 1);
+    word hd = LOAD_RELAXED(AWORD(hp));
+    work += 16;
+    if (COLOUR_HD(hd) == garbage) {
+      if (MGC_TAG_HD(hd) == MGC_TAG_CUSTOM) {
+        const mgc_custom_ops *ops = (const mgc_custom_ops *)hp[1];
+        if (ops && ops->finalize)
+          ops->finalize((mgc_value)(hp + 1));
+      }
+      d->heap.large_words -= l->whsize;
+      COUNTER_ADD(&d->heap.live_words, (size_t)0 - l->whsize);
+      heap_words_add(-(intptr_t)l->whsize);
+      free(l);
+    } else {
+      l->next = d->heap.large;
+      d->heap.large = l;
+    }
+  }
+  return work;
+}
+
+intptr_t mgc_heap_sweep(struct mgc_dom *d, intptr_t budget) {
+  intptr_t work = 0;
+  while (work < budget) {
+    int c = d->heap.sweep_cls;
+    while (c < NUM_SIZE_CLASSES && !d->heap.unswept_avail[c] &&
+           !d->heap.unswept_full[c])
+      c++;
+    d->heap.sweep_cls = c;
+    if (c == NUM_SIZE_CLASSES)
+      break;
+    struct pool **list = d->heap.unswept_avail[c] ? &d->heap.unswept_avail[c]
+                                                  : &d->heap.unswept_full[c];
+    struct pool *p = *list;
+    *list = p->next;
+    work += sweep_pool(d, p);
+  }
+  if (work < budget)
+    work += sweep_large(d, budget - work);
+  return work;
+}
+
+bool mgc_heap_sweep_done(struct mgc_dom *d) {
+  if (d->heap.unswept_large)
+    return false;
+  for (int c = d->heap.sweep_cls; c < NUM_SIZE_CLASSES; c++)
+    if (d->heap.unswept_avail[c] || d->heap.unswept_full[c])
+      return false;
+  return true;
+}
+
+/* STW, own domain, after the colours rotated: everything must be swept
+   again (invariant 26 held just before the rotation). */
+void mgc_heap_cycle_start(struct mgc_dom *d) {
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    MGC_ASSERT(!d->heap.unswept_avail[c] && !d->heap.unswept_full[c]);
+    d->heap.unswept_avail[c] = d->heap.avail[c];
+    d->heap.unswept_full[c] = d->heap.full[c];
+    d->heap.avail[c] = d->heap.full[c] = NULL;
+  }
+  MGC_ASSERT(d->heap.unswept_large == NULL);
+  d->heap.unswept_large = d->heap.large;
+  d->heap.large = NULL;
+  d->heap.sweep_cls = 0;
+}
+
+/* A terminating domain, fully swept, hands its pools and large blocks to
+   the global orphan lists (under pool_lock). */
+void mgc_heap_orphan(struct mgc_dom *d) {
+  MGC_ASSERT(mgc_heap_sweep_done(d));
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    struct pool *lists[2] = {d->heap.avail[c], d->heap.full[c]};
+    for (int k = 0; k < 2; k++) {
+      struct pool *p = lists[k];
+      while (p) {
+        struct pool *n = p->next;
+        p->owner = NULL;
+        push_pool(&orphan_pools, p);
+        p = n;
+      }
+    }
+    d->heap.avail[c] = d->heap.full[c] = NULL;
+  }
+  while (d->heap.large) {
+    struct large *l = d->heap.large;
+    d->heap.large = l->next;
+    l->next = orphan_large;
+    orphan_large = l;
+    orphan_large_words += l->whsize;
+  }
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  d->heap.pool_count = 0;
+  d->heap.large_words = 0;
+  STORE_RELAXED(&d->heap.live_words, 0);
+}
+
+/* STW (single domain, right after the colour rotation): d takes every
+   orphan into its unswept lists. */
+void mgc_heap_adopt_orphans(struct mgc_dom *d) {
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  size_t live = 0;
+  while (orphan_pools) {
+    struct pool *p = orphan_pools;
+    orphan_pools = p->next;
+    p->owner = d;
+    push_pool(&d->heap.unswept_full[p->cls], p);
+    d->heap.pool_count++;
+    live += (size_t)p->live * mgc_class_whsize[p->cls];
+  }
+  while (orphan_large) {
+    struct large *l = orphan_large;
+    orphan_large = l->next;
+    l->next = d->heap.unswept_large;
+    d->heap.unswept_large = l;
+    d->heap.large_words += l->whsize;
+    live += l->whsize;
+  }
+  orphan_large_words = 0;
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  COUNTER_ADD(&d->heap.live_words, live);
+  d->heap.sweep_cls = 0;
+}
+
+/* STW: gives cached free pools back to the OS, keeping a quarter of the
+   pools in use (or 32) for reuse unless all is set. */
+void mgc_heap_release_free_pools(bool all) {
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  size_t keep = all ? 0 : total_pools_in_use / 4;
+  if (!all && keep < 32)
+    keep = 32;
+  size_t released = 0;
+  while (free_pool_count > keep) {
+    struct free_pool *f = free_pools;
+    free_pools = f->next;
+    free_pool_count--;
+    mgc_os_release(f, POOL_BYTES);
+    released++;
+  }
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  if (released)
+    mgc_log(MGC_VERBOSE_HEAP, "released %zu free pools to the OS", released);
+}
+
+size_t mgc_heap_free_pool_count(void) {
+  pthread_mutex_lock(&mgc_rt.pool_lock);
+  size_t n = free_pool_count;
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
+  return n;
+}
+
+static void release_pool_list(struct pool *p) {
+  while (p) {
+    struct pool *n = p->next;
+    mgc_os_release(p, POOL_BYTES);
+    p = n;
+  }
+}
+
+static void free_large_list(struct large *l) {
+  while (l) {
+    struct large *n = l->next;
+    free(l);
+    l = n;
+  }
+}
+
+/* Frees every pool and large block of a domain (shutdown). */
+void mgc_heap_free_domain(struct mgc_dom *d) {
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    release_pool_list(d->heap.avail[c]);
+    release_pool_list(d->heap.full[c]);
+    release_pool_list(d->heap.unswept_avail[c]);
+    release_pool_list(d->heap.unswept_full[c]);
+  }
+  free_large_list(d->heap.large);
+  free_large_list(d->heap.unswept_large);
+  memset(&d->heap, 0, sizeof d->heap);
+}
+
+void mgc_heap_init(void) {
+  init_class_table();
+  free_pools = NULL;
+  free_pool_count = 0;
+  orphan_pools = NULL;
+  orphan_large = NULL;
+  orphan_large_words = 0;
+  total_pools_in_use = 0;
+}
+
+void mgc_heap_teardown(void) {
+  release_pool_list(orphan_pools);
+  free_large_list(orphan_large);
+  orphan_pools = NULL;
+  orphan_large = NULL;
+  mgc_heap_release_free_pools(true);
+}
+
+/* Verifier iteration: every pool and large block of d (swept or not). */
+void mgc_heap_for_each(struct mgc_dom *d,
+                       void (*pool_f)(void *, struct pool *, bool swept),
+                       void (*large_f)(void *, word *hp, bool swept),
+                       void *data) {
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    for (struct pool *p = d->heap.avail[c]; p; p = p->next)
+      pool_f(data, p, true);
+    for (struct pool *p = d->heap.full[c]; p; p = p->next)
+      pool_f(data, p, true);
+    for (struct pool *p = d->heap.unswept_avail[c]; p; p = p->next)
+      pool_f(data, p, false);
+    for (struct pool *p = d->heap.unswept_full[c]; p; p = p->next)
+      pool_f(data, p, false);
+  }
+  for (struct large *l = d->heap.large; l; l = l->next)
+    large_f(data, (word *)(l + 1), true);
+  for (struct large *l = d->heap.unswept_large; l; l = l->next)
+    large_f(data, (word *)(l + 1), false);
+}
+
+void mgc_heap_for_each_orphan(void (*pool_f)(void *, struct pool *, bool),
+                              void (*large_f)(void *, word *, bool),
+                              void *data) {
+  for (struct pool *p = orphan_pools; p; p = p->next)
+    pool_f(data, p, true);
+  for (struct large *l = orphan_large; l; l = l->next)
+    large_f(data, (word *)(l + 1), true);
+}

@@ -1,0 +1,173 @@
+/* Statistics, pause histograms and hooks (DESIGN §7.2).
+ *
+ * Counters are per domain, written by their owner with relaxed stores and
+ * read by anyone with relaxed loads; a terminating domain adds its counters
+ * to the orphan accumulators under all_domains_lock.  mgc_get_stats never
+ * forces a collection (ocaml #11913).  Pause percentiles come from log-scale
+ * histograms (8 buckets per power of two, so within 12.5 %) that need no
+ * allocation in the collector.
+ */
+#include "internal.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static unsigned bucket_of(uint64_t ns) {
+  if (ns < 8)
+    return (unsigned)ns;
+  unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
+  unsigned frac = (unsigned)(ns >> (msb - 3)) & 7u;
+  unsigned b = msb * 8 + frac - 16; /* ns = 8 maps to bucket 8 */
+  return b < PAUSE_BUCKETS ? b : PAUSE_BUCKETS - 1;
+}
+
+/* The upper end of bucket b, in ns. */
+static uint64_t bucket_high(unsigned b) {
+  if (b < 8)
+    return b;
+  unsigned msb = (b + 16) / 8, frac = (b + 16) % 8;
+  return (uint64_t)(8 + frac + 1) << (msb - 3);
+}
+
+/* shared: several threads may add (the STW latency histogram, written by
+   whichever domain closes an enter barrier), so the add is an RMW. */
+void mgc_histogram_add(struct mgc_histogram *h, uint64_t ns, bool shared) {
+  unsigned b = bucket_of(ns);
+  if (shared)
+    atomic_fetch_add_explicit(&h->counts[b], 1, memory_order_relaxed);
+  else
+    COUNTER_ADD(&h->counts[b], 1);
+  uint64_t m = LOAD_RELAXED(&h->max_ns);
+  while (ns > m &&
+         !atomic_compare_exchange_weak_explicit(
+             &h->max_ns, &m, ns, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
+uint64_t mgc_histogram_percentile(const struct mgc_histogram *const *hs,
+                                  size_t nh, double pct) {
+  uint64_t total = 0, max = 0;
+  for (size_t k = 0; k < nh; k++) {
+    for (unsigned b = 0; b < PAUSE_BUCKETS; b++)
+      total += LOAD_RELAXED(&hs[k]->counts[b]);
+    uint64_t m = LOAD_RELAXED(&hs[k]->max_ns);
+    if (m > max)
+      max = m;
+  }
+  if (total == 0)
+    return 0;
+  uint64_t rank = (uint64_t)(pct / 100.0 * (double)total + 0.999999);
+  if (rank < 1)
+    rank = 1;
+  uint64_t seen = 0;
+  for (unsigned b = 0; b < PAUSE_BUCKETS; b++) {
+    for (size_t k = 0; k < nh; k++)
+      seen += LOAD_RELAXED(&hs[k]->counts[b]);
+    if (seen >= rank) {
+      uint64_t hi = bucket_high(b);
+      return hi < max ? hi : max;
+    }
+  }
+  return max;
+}
+
+static void histogram_merge(struct mgc_histogram *dst,
+                            const struct mgc_histogram *src) {
+  for (unsigned b = 0; b < PAUSE_BUCKETS; b++)
+    COUNTER_ADD(&dst->counts[b], LOAD_RELAXED(&src->counts[b]));
+  if (LOAD_RELAXED(&src->max_ns) > LOAD_RELAXED(&dst->max_ns))
+    STORE_RELAXED(&dst->max_ns, LOAD_RELAXED(&src->max_ns));
+}
+
+static void add_dom_stats(struct mgc_dom_stats *dst,
+                          const struct mgc_dom_stats *src) {
+  COUNTER_ADD(&dst->minor_words, LOAD_RELAXED(&src->minor_words));
+  COUNTER_ADD(&dst->promoted_words, LOAD_RELAXED(&src->promoted_words));
+  COUNTER_ADD(&dst->major_words, LOAD_RELAXED(&src->major_words));
+  COUNTER_ADD(&dst->major_slices, LOAD_RELAXED(&src->major_slices));
+  COUNTER_ADD(&dst->remset_overflows, LOAD_RELAXED(&src->remset_overflows));
+}
+
+/* Under all_domains_lock. */
+void mgc_stats_orphan(struct mgc_dom *d) {
+  COUNTER_ADD(&d->stats.major_words, d->allocated_words);
+  d->allocated_words = 0;
+  add_dom_stats(&mgc_rt.orphan_stats, &d->stats);
+  histogram_merge(&mgc_rt.orphan_pauses, &d->pauses);
+}
+
+void mgc_get_stats(mgc_stats *out) {
+  struct mgc_dom *self = mgc_self_or_fatal("mgc_get_stats");
+  memset(out, 0, sizeof *out);
+  struct mgc_dom_stats sum;
+  memset(&sum, 0, sizeof sum);
+  const struct mgc_histogram *hs[4097];
+  size_t nh = 0;
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  add_dom_stats(&sum, &mgc_rt.orphan_stats);
+  hs[nh++] = &mgc_rt.orphan_pauses;
+  int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  for (int i = 0; i < n && nh < 4097; i++) {
+    add_dom_stats(&sum, &mgc_rt.participants[i]->stats);
+    hs[nh++] = &mgc_rt.participants[i]->pauses;
+  }
+  out->minor_pause_p50_ns = mgc_histogram_percentile(hs, nh, 50);
+  out->minor_pause_p99_ns = mgc_histogram_percentile(hs, nh, 99);
+  out->minor_pause_max_ns = mgc_histogram_percentile(hs, nh, 100);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+  const struct mgc_histogram *lat = &mgc_rt.stw_latency;
+  out->stw_latency_p50_ns = mgc_histogram_percentile(&lat, 1, 50);
+  out->stw_latency_p99_ns = mgc_histogram_percentile(&lat, 1, 99);
+  out->stw_latency_max_ns = LOAD_RELAXED(&lat->max_ns);
+  out->minor_words = LOAD_RELAXED(&sum.minor_words) +
+                     (self->young_end - self->fast.young_ptr) / WORD;
+  out->promoted_words = LOAD_RELAXED(&sum.promoted_words);
+  out->major_words = LOAD_RELAXED(&sum.major_words) + self->allocated_words;
+  out->major_slices = LOAD_RELAXED(&sum.major_slices);
+  out->remset_overflows = LOAD_RELAXED(&sum.remset_overflows);
+  out->minor_collections = LOAD_RELAXED(&mgc_rt.minor_collections);
+  out->major_collections = LOAD_RELAXED(&mgc_rt.major_cycles);
+  out->forced_major_collections = LOAD_RELAXED(&mgc_rt.forced_major);
+  out->compactions = LOAD_RELAXED(&mgc_rt.compactions);
+  out->heap_words = LOAD_RELAXED(&mgc_rt.heap_words);
+  out->top_heap_words = LOAD_RELAXED(&mgc_rt.top_heap_words);
+  out->live_words = LOAD_RELAXED(&mgc_rt.live_words);
+  out->domains = LOAD_RELAXED(&mgc_rt.domains_alive);
+}
+
+void mgc_stats_print(void) {
+  mgc_stats s;
+  mgc_get_stats(&s);
+  fprintf(stderr,
+          "mgc: minor_collections=%llu major_collections=%llu "
+          "minor_words=%llu promoted_words=%llu major_words=%llu "
+          "heap_words=%llu top_heap_words=%llu minor_pause_p50_ns=%llu "
+          "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu\n",
+          (unsigned long long)s.minor_collections,
+          (unsigned long long)s.major_collections,
+          (unsigned long long)s.minor_words,
+          (unsigned long long)s.promoted_words,
+          (unsigned long long)s.major_words, (unsigned long long)s.heap_words,
+          (unsigned long long)s.top_heap_words,
+          (unsigned long long)s.minor_pause_p50_ns,
+          (unsigned long long)s.minor_pause_p99_ns,
+          (unsigned long long)s.minor_pause_max_ns);
+}
+
+static void set_hook(_Atomic(void (*)(void)) *slot, void (*hook)(void)) {
+  /* Release: pairs with the acquire load in mgc_call_hook. */
+  atomic_store_explicit(slot, hook, memory_order_release);
+}
+
+void mgc_set_minor_gc_begin_hook(void (*hook)(void)) {
+  set_hook(&mgc_rt.minor_begin_hook, hook);
+}
+void mgc_set_minor_gc_end_hook(void (*hook)(void)) {
+  set_hook(&mgc_rt.minor_end_hook, hook);
+}
+void mgc_set_major_slice_begin_hook(void (*hook)(void)) {
+  set_hook(&mgc_rt.slice_begin_hook, hook);
+}
+void mgc_set_major_slice_end_hook(void (*hook)(void)) {
+  set_hook(&mgc_rt.slice_end_hook, hook);
+}

@@ -1,0 +1,133 @@
+/* Remembered-set tables and the write barrier (DESIGN §3).
+ *
+ * Tables are created lazily at minor_heap_words / 8 entries plus a reserve
+ * of 256.  Crossing the threshold requests a minor collection and opens the
+ * reserve; exhausting the reserve doubles the table without another request
+ * (invariant 13), so a table never overflows and never loses an entry.
+ * Clearing after a minor collection keeps the memory.
+ *
+ * The barrier keeps invariants 10-12: a non-young field holding a young
+ * pointer is remembered by the domain that stored it; a field whose old
+ * content is young is already remembered; the overwritten value of a
+ * non-young field is darkened when it is a major block (snapshot at the
+ * beginning), at every phase.
+ *
+ * Phases: mutator only (the owner's thread).
+ */
+#include "internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define TABLE_RESERVE 256
+
+void mgc_table_init(struct mgc_table *t, size_t entry_size) {
+  memset(t, 0, sizeof *t);
+  t->entry_size = entry_size;
+}
+
+static void table_set_bounds(struct mgc_table *t) {
+  t->threshold = t->base + t->size * t->entry_size;
+  t->end = t->threshold + t->reserve * t->entry_size;
+}
+
+void *mgc_table_add_slow(struct mgc_dom *d, struct mgc_table *t) {
+  if (!t->base) {
+    t->size = d->minor_heap_words / 8;
+    if (t->size < 64)
+      t->size = 64;
+    t->reserve = TABLE_RESERVE;
+    t->base =
+        mgc_xmalloc((t->size + t->reserve) * t->entry_size, "remembered set");
+    t->ptr = t->base;
+    table_set_bounds(t);
+    t->limit = t->threshold;
+  } else if (t->limit == t->threshold) {
+    COUNTER_ADD(&d->stats.remset_overflows, 1);
+    mgc_log(MGC_VERBOSE_TABLES, "table threshold reached (%zu entries)",
+            t->size);
+    mgc_request_minor(d);
+    t->limit = t->end;
+  } else {
+    size_t used = (size_t)(t->ptr - t->base);
+    t->size *= 2;
+    t->base = mgc_xrealloc(t->base, (t->size + t->reserve) * t->entry_size,
+                           "remembered set");
+    t->ptr = t->base + used;
+    table_set_bounds(t);
+    t->limit = t->end;
+    mgc_log(MGC_VERBOSE_TABLES, "table grown to %zu entries", t->size);
+  }
+  void *e = t->ptr;
+  t->ptr += t->entry_size;
+  return e;
+}
+
+void mgc_table_clear(struct mgc_table *t) {
+  t->ptr = t->base;
+  t->limit = t->threshold;
+}
+
+void mgc_table_free(struct mgc_table *t) {
+  free(t->base);
+  size_t es = t->entry_size;
+  mgc_table_init(t, es);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Write barrier                                                            */
+/* ------------------------------------------------------------------------ */
+
+static inline void remember(struct mgc_dom *d, mgc_value *fp) {
+  *(mgc_value **)mgc_table_add(d, &d->major_ref) = fp;
+}
+
+void mgc_modify(mgc_value *fp, mgc_value v) {
+  MGC_CHECK(fp != NULL, "mgc_modify: NULL field address");
+  if (!mgc_is_young((mgc_value)fp)) {
+    struct mgc_dom *d = mgc_self_or_fatal("mgc_modify");
+    /* Relaxed: another domain may be storing here too; the old value we
+       see is one that was in the field, which is all the barrier needs. */
+    mgc_value old = (mgc_value)LOAD_RELAXED(AWORD(fp));
+    if (MGC_IS_BLOCK(old)) {
+      if (mgc_is_young(old)) {
+        STORE_RELEASE(AWORD(fp), (word)v);
+        return; /* already remembered (invariant 11) */
+      }
+      mgc_darken(d, old);
+    }
+    if (IS_YOUNG_BLOCK(v))
+      remember(d, fp);
+  }
+  /* Release: whoever reads v through this field sees the block's fields
+     as they were written before (publication safety). */
+  STORE_RELEASE(AWORD(fp), (word)v);
+}
+
+void mgc_initialize(mgc_value *fp, mgc_value v) {
+  MGC_CHECK(fp != NULL, "mgc_initialize: NULL field address");
+  /* Relaxed: the block is not yet published to other domains. */
+  STORE_RELAXED(AWORD(fp), (word)v);
+  if (!mgc_is_young((mgc_value)fp) && IS_YOUNG_BLOCK(v))
+    remember(mgc_self_or_fatal("mgc_initialize"), fp);
+}
+
+int mgc_obj_update_tag(mgc_value blk, unsigned old_tag, unsigned new_tag) {
+  MGC_CHECK(MGC_IS_BLOCK(blk) && blk != 0,
+            "mgc_obj_update_tag: %#lx is not a block", (unsigned long)blk);
+  MGC_CHECK(old_tag < 256 && new_tag < 256,
+            "mgc_obj_update_tag: tag out of range (%u -> %u)", old_tag,
+            new_tag);
+  word hd = LOAD_RELAXED(HDR_PTR(blk));
+  for (;;) {
+    if (MGC_TAG_HD(hd) != old_tag)
+      return 0;
+    /* acq_rel: the tag change publishes the fields written before it (a
+       forced value in field 0) and sees those of a concurrent forcer.  A
+       failure is retried when only the colour changed (a marker). */
+    if (atomic_compare_exchange_weak_explicit(
+            HDR_PTR(blk), &hd, (hd & ~(word)0xFF) | new_tag,
+            memory_order_acq_rel, memory_order_relaxed))
+      return 1;
+  }
+}

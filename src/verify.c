@@ -1,0 +1,446 @@
+/* The heap verifier (DESIGN §6.12, §8.1).  Runs with the world stopped.
+ *
+ * Checks, on the whole heap:
+ *   1  every even word reachable by the GC (fields of live blocks, roots)
+ *      points to a well-formed block: a young block start, a pool slot
+ *      start, a large block, an atom, or a NOT_MARKABLE block;
+ *   2  heap blocks have wosize >= 1 (and fit their slot);
+ *   4  infix pointers step back to a closure, infix headers lie before the
+ *      closure's start of environment;
+ *   6  young_start <= young_ptr <= young_end, and the minor heap parses;
+ *   7  young_trigger is the midpoint or young_start;
+ *   10 every non-young field holding a young pointer is remembered;
+ *   13 tables: base <= ptr <= limit <= end;
+ *   14 generational roots are in the right set;
+ *   26 no GARBAGE block in swept pools (anywhere, at a cycle end);
+ *   29 pools are owned by the domain whose lists hold them;
+ *   30 free slots have header 0 and the free list covers exactly them;
+ *      the heap statistics equal a recount.
+ * Fields of GARBAGE blocks are not checked (they may point to freed
+ * blocks).  Invariants about the collection in progress (15-25) are
+ * checked by the collector itself in debug builds.
+ */
+#include "internal.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
+void mgc_heap_for_each(struct mgc_dom *d,
+                       void (*pool_f)(void *, struct pool *, bool swept),
+                       void (*large_f)(void *, word *hp, bool swept),
+                       void *data);
+void mgc_heap_for_each_orphan(void (*pool_f)(void *, struct pool *, bool),
+                              void (*large_f)(void *, word *, bool),
+                              void *data);
+int mgc_verify_global_roots_with(bool (*check)(void *, mgc_value, const char *),
+                                 void *ctx);
+bool mgc_is_atom(mgc_value v);
+
+/* A set of non-zero words (open addressing). */
+struct wset {
+  word *keys;
+  size_t cap;
+  size_t count;
+};
+
+static void wset_add(struct wset *s, word k);
+
+static void wset_grow(struct wset *s) {
+  struct wset old = *s;
+  s->cap = old.cap ? old.cap * 2 : 1024;
+  s->keys = mgc_xcalloc(s->cap, sizeof(word), "verifier");
+  s->count = 0;
+  for (size_t i = 0; i < old.cap; i++)
+    if (old.keys[i])
+      wset_add(s, old.keys[i]);
+  free(old.keys);
+}
+
+static size_t wset_hash(word k, size_t cap) {
+  return (size_t)((k >> 3) * 0x9E3779B97F4A7C15u >> 11) & (cap - 1);
+}
+
+static void wset_add(struct wset *s, word k) {
+  if (2 * (s->count + 1) > s->cap)
+    wset_grow(s);
+  size_t i = wset_hash(k, s->cap);
+  while (s->keys[i] && s->keys[i] != k)
+    i = (i + 1) & (s->cap - 1);
+  if (!s->keys[i]) {
+    s->keys[i] = k;
+    s->count++;
+  }
+}
+
+static bool wset_has(const struct wset *s, word k) {
+  if (!s->cap)
+    return false;
+  size_t i = wset_hash(k, s->cap);
+  while (s->keys[i]) {
+    if (s->keys[i] == k)
+      return true;
+    i = (i + 1) & (s->cap - 1);
+  }
+  return false;
+}
+
+struct verifier {
+  struct wset pools;      /* pool base addresses */
+  struct wset large;      /* large block header addresses */
+  struct wset young;      /* young block values */
+  struct wset remembered; /* remembered field addresses */
+  int errors;
+  size_t pool_count;
+  size_t large_words;
+  bool expect_no_garbage;
+  struct mgc_dom *owner; /* pools being walked belong to this domain */
+};
+
+static void report(struct verifier *v, const char *fmt, ...) {
+  v->errors++;
+  if (v->errors > 20)
+    return;
+  va_list ap;
+  va_start(ap, fmt);
+  fprintf(stderr, "mgc: verify: ");
+  vfprintf(stderr, fmt, ap);
+  fputc('\n', stderr);
+  va_end(ap);
+}
+
+/* Is hp (a header address) the start of a live slot of a known pool? */
+static bool pool_slot(struct verifier *vf, word *hp) {
+  word base = (word)hp & ~((word)POOL_BYTES - 1);
+  if (!wset_has(&vf->pools, base))
+    return false;
+  word *start, *end;
+  size_t wh;
+  mgc_pool_bounds((struct pool *)base, &start, &end, &wh);
+  return hp >= start && hp < end && (size_t)(hp - start) % wh == 0;
+}
+
+/* Invariant 1 for one value; `where` says whose field or root it is. */
+static bool check_value(struct verifier *vf, mgc_value v, const char *where) {
+  if (MGC_IS_INT(v))
+    return true;
+  if (v == 0) {
+    report(vf, "%s holds NULL", where);
+    return false;
+  }
+  if (mgc_is_young(v)) {
+    if (wset_has(&vf->young, (word)v))
+      return true;
+    word hd = LOAD_RELAXED(HDR_PTR(v));
+    if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+      mgc_value c = v - (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
+      if (wset_has(&vf->young, (word)c) && MGC_TAG_VAL(c) == MGC_TAG_CLOSURE)
+        return true;
+    }
+    report(vf, "%s holds %p, not a young block start (invariant 1)", where,
+           (void *)v);
+    return false;
+  }
+  if (mgc_is_atom(v))
+    return true;
+  word *hp = (word *)v - 1;
+  if (pool_slot(vf, hp) || wset_has(&vf->large, (word)hp)) {
+    word hd = LOAD_RELAXED(AWORD(hp));
+    if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+      report(vf, "%s: infix header at a block start %p", where, (void *)v);
+      return false;
+    }
+    if (hd == 0) {
+      report(vf, "%s points to a free slot %p (invariant 30)", where,
+             (void *)v);
+      return false;
+    }
+    if (COLOUR_HD(hd) == mgc_colours.garbage) {
+      report(vf, "%s points to GARBAGE block %p", where, (void *)v);
+      return false;
+    }
+    return true;
+  }
+  word hd = LOAD_RELAXED(AWORD(hp));
+  if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+    mgc_value c = v - (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
+    word *chp = (word *)c - 1;
+    if ((pool_slot(vf, chp) || wset_has(&vf->large, (word)chp)) &&
+        MGC_TAG_VAL(c) == MGC_TAG_CLOSURE)
+      return true;
+    report(vf, "%s: infix pointer %p does not lead to a closure (inv. 4)",
+           where, (void *)v);
+    return false;
+  }
+  if (COLOUR_HD(hd) == NOT_MARKABLE)
+    return true;
+  report(vf, "%s holds %p, which is no block of the heap (invariant 1)", where,
+         (void *)v);
+  return false;
+}
+
+/* The fields of a block; young fields of a non-young block must be
+   remembered (invariant 10). */
+static void check_fields(struct verifier *vf, mgc_value v, word hd,
+                         bool young) {
+  unsigned tag = MGC_TAG_HD(hd);
+  size_t sz = MGC_WOSIZE_HD(hd);
+  if (tag >= MGC_TAG_NO_SCAN || tag == MGC_TAG_CONT)
+    return;
+  size_t start = 0;
+  if (tag == MGC_TAG_CLOSURE) {
+    if (sz < 2) {
+      report(vf, "closure %p has %zu fields", (void *)v, sz);
+      return;
+    }
+    start = MGC_CLOSINFO_STARTENV(MGC_FIELD(v, 1));
+    if (start > sz) {
+      report(vf, "closure %p: start of env %zu beyond %zu fields", (void *)v,
+             start, sz);
+      return;
+    }
+    for (size_t i = 2; i < start; i++) {
+      word f = (word)MGC_FIELD(v, i);
+      if (MGC_TAG_HD(f) == MGC_TAG_INFIX && MGC_WOSIZE_HD(f) != i + 1)
+        report(vf,
+               "closure %p: infix header at field %zu has offset %zu "
+               "(invariant 4)",
+               (void *)v, i, (size_t)MGC_WOSIZE_HD(f));
+    }
+  }
+  for (size_t i = start; i < sz; i++) {
+    mgc_value f = (mgc_value)LOAD_RELAXED(AWORD(&MGC_FIELD(v, i)));
+    char where[96];
+    snprintf(where, sizeof where, "field %zu of %s block %p (tag %u)", i,
+             young ? "young" : "major", (void *)v, tag);
+    check_value(vf, f, where);
+    if (!young && IS_YOUNG_BLOCK(f) &&
+        !wset_has(&vf->remembered, (word)&MGC_FIELD(v, i)))
+      report(vf, "%s holds young %p but is not remembered (invariant 10)",
+             where, (void *)f);
+  }
+}
+
+static void check_major_block(struct verifier *vf, word *hp, size_t max_wh,
+                              bool swept) {
+  word hd = LOAD_RELAXED(AWORD(hp));
+  mgc_value v = (mgc_value)(hp + 1);
+  if (MGC_WOSIZE_HD(hd) == 0 || WHSIZE(MGC_WOSIZE_HD(hd)) > max_wh) {
+    report(vf,
+           "major block %p: size %zu does not fit its slot of %zu "
+           "(invariant 2)",
+           (void *)v, (size_t)MGC_WOSIZE_HD(hd), max_wh);
+    return;
+  }
+  if (COLOUR_HD(hd) == mgc_colours.garbage) {
+    if (swept || vf->expect_no_garbage)
+      report(vf, "GARBAGE block %p in a swept pool (invariant 26)", (void *)v);
+    return;
+  }
+  if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+    report(vf, "major block %p has an infix header", (void *)v);
+    return;
+  }
+  check_fields(vf, v, hd, false);
+}
+
+static void index_pool(void *data, struct pool *p, bool swept) {
+  struct verifier *vf = data;
+  (void)swept;
+  wset_add(&vf->pools, (word)p);
+  vf->pool_count++;
+}
+
+static void index_large(void *data, word *hp, bool swept) {
+  struct verifier *vf = data;
+  (void)swept;
+  wset_add(&vf->large, (word)hp);
+  vf->large_words += ((struct large *)hp - 1)->whsize;
+}
+
+static void check_pool(void *data, struct pool *p, bool swept) {
+  struct verifier *vf = data;
+  if (p->owner != vf->owner)
+    report(vf, "pool %p owned by %p found in the lists of %p (inv. 29)",
+           (void *)p, (void *)p->owner, (void *)vf->owner);
+  if (p->cls == 0 || p->cls >= NUM_SIZE_CLASSES) {
+    report(vf, "pool %p has a bad size class %u", (void *)p, p->cls);
+    return;
+  }
+  word *start, *end;
+  size_t wh;
+  mgc_pool_bounds(p, &start, &end, &wh);
+  size_t free_slots = 0;
+  for (word *s = start; s < end; s += wh) {
+    if (LOAD_RELAXED(AWORD(s)) == 0)
+      free_slots++;
+    else
+      check_major_block(vf, s, wh, swept);
+  }
+  if (!swept)
+    return;
+  size_t listed = 0;
+  for (word *f = p->free; f; f = (word *)f[1]) {
+    if (f < start || f >= end || (size_t)(f - start) % wh != 0 ||
+        LOAD_RELAXED(AWORD(f)) != 0) {
+      report(vf, "pool %p: bad free-list entry %p (invariant 30)", (void *)p,
+             (void *)f);
+      return;
+    }
+    if (++listed > free_slots)
+      break;
+  }
+  if (listed != free_slots)
+    report(vf, "pool %p: %zu free slots but %zu on the free list (inv. 30)",
+           (void *)p, free_slots, listed);
+}
+
+static void check_large(void *data, word *hp, bool swept) {
+  check_major_block(data, hp, SIZE_MAX, swept);
+}
+
+static void check_minor_heap(struct verifier *vf, struct mgc_dom *d) {
+  if (!(d->young_start <= d->fast.young_ptr &&
+        d->fast.young_ptr <= d->young_end))
+    report(vf, "domain %d: young_ptr outside its heap (invariant 6)", d->id);
+  word mid = d->young_start + (d->young_end - d->young_start) / 2;
+  if (d->young_trigger != mid && d->young_trigger != d->young_start)
+    report(vf,
+           "domain %d: young_trigger is neither midpoint nor start "
+           "(invariant 7)",
+           d->id);
+  for (word *p = (word *)d->fast.young_ptr; p < (word *)d->young_end;) {
+    word hd = *p;
+    size_t sz = MGC_WOSIZE_HD(hd);
+    if (sz == 0 || sz > MGC_MAX_YOUNG_WOSIZE ||
+        p + 1 + sz > (word *)d->young_end || MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
+      report(vf, "domain %d: minor heap does not parse at %p (header %#lx)",
+             d->id, (void *)p, (unsigned long)hd);
+      return;
+    }
+    wset_add(&vf->young, (word)(p + 1));
+    p += 1 + sz;
+  }
+}
+
+static void check_young_fields(struct verifier *vf, struct mgc_dom *d) {
+  for (word *p = (word *)d->fast.young_ptr; p < (word *)d->young_end;) {
+    word hd = *p;
+    size_t sz = MGC_WOSIZE_HD(hd);
+    if (sz == 0 || p + 1 + sz > (word *)d->young_end)
+      return;
+    check_fields(vf, (mgc_value)(p + 1), hd, true);
+    p += 1 + sz;
+  }
+}
+
+static void check_table(struct verifier *vf, struct mgc_dom *d,
+                        struct mgc_table *t, const char *name) {
+  if (!t->base)
+    return;
+  if (!(t->base <= t->ptr && t->ptr <= t->limit && t->limit <= t->end))
+    report(vf, "domain %d: table %s out of bounds (invariant 13)", d->id, name);
+}
+
+static void check_root(void *ctx, mgc_value v, mgc_value *slot) {
+  (void)slot;
+  check_value(ctx, v, "a local root");
+}
+
+static bool check_global(void *ctx, mgc_value v, const char *what) {
+  if ((word)v == 2) {
+    report(ctx, "%s", what);
+    return false;
+  }
+  return check_value(ctx, v, what);
+}
+
+static int verify_world(bool expect_no_garbage) {
+  struct verifier vf;
+  memset(&vf, 0, sizeof vf);
+  vf.expect_no_garbage = expect_no_garbage;
+  int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  struct mgc_dom **parts = mgc_rt.participants;
+  for (int i = 0; i < n; i++) {
+    struct mgc_dom *d = parts[i];
+    mgc_heap_for_each(d, index_pool, index_large, &vf);
+    check_minor_heap(&vf, d);
+    size_t cnt = mgc_table_count(&d->major_ref);
+    for (size_t k = 0; k < cnt; k++)
+      wset_add(&vf.remembered, (word)((mgc_value **)d->major_ref.base)[k]);
+    check_table(&vf, d, &d->major_ref, "major_ref");
+    check_table(&vf, d, &d->custom, "custom");
+  }
+  mgc_heap_for_each_orphan(index_pool, index_large, &vf);
+  for (int i = 0; i < n; i++) {
+    vf.owner = parts[i];
+    mgc_heap_for_each(parts[i], check_pool, check_large, &vf);
+    check_young_fields(&vf, parts[i]);
+    mgc_scan_local_roots(parts[i], check_root, &vf);
+  }
+  vf.owner = NULL;
+  mgc_heap_for_each_orphan(check_pool, check_large, &vf);
+  mgc_verify_global_roots_with(check_global, &vf);
+  size_t expect = vf.pool_count * POOL_WORDS + vf.large_words;
+  size_t heap = LOAD_RELAXED(&mgc_rt.heap_words);
+  if (heap != expect)
+    report(&vf, "heap_words is %zu but the pools and large blocks hold %zu",
+           heap, expect);
+  free(vf.pools.keys);
+  free(vf.large.keys);
+  free(vf.young.keys);
+  free(vf.remembered.keys);
+  if (vf.errors > 20)
+    fprintf(stderr, "mgc: verify: ... %d errors in all\n", vf.errors);
+  return vf.errors ? -1 : 0;
+}
+
+/* Called by one domain while all are stopped, at a cycle end before the
+   colours rotate: everything has been swept. */
+int mgc_verify_from_stw(void) {
+  int r = verify_world(true);
+  if (r)
+    mgc_fatal("heap verification failed at the end of a major cycle");
+  return r;
+}
+
+void mgc_verify_after_collection(struct mgc_dom *d, int idx, int n) {
+  (void)d;
+  (void)idx;
+  if (mgc_stw_barrier_begin(n)) {
+    int r = verify_world(false);
+    if (r)
+      mgc_fatal("heap verification failed after a minor collection");
+    mgc_stw_barrier_release();
+  } else if (n <= 1) {
+    if (verify_world(false))
+      mgc_fatal("heap verification failed after a minor collection");
+  }
+}
+
+struct verify_request {
+  int result;
+};
+
+static void stw_verify(struct mgc_dom *d, void *data, int idx, int n,
+                       struct mgc_dom **parts) {
+  (void)d;
+  (void)idx;
+  (void)parts;
+  struct verify_request *r = data;
+  if (mgc_stw_barrier_begin(n)) {
+    r->result = verify_world(false);
+    mgc_stw_barrier_release();
+  }
+}
+
+int mgc_verify_heap(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_verify_heap");
+  struct verify_request r = {0};
+  while (!mgc_try_run_on_all_domains(d, stw_verify, &r, NULL)) {
+  }
+  mgc_reset_young_limit(d);
+  return r.result;
+}
