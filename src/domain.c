@@ -89,6 +89,9 @@ static struct mgc_dom *dom_prepare(int id) {
   atomic_store(&d->interrupt_pending, 0);
   memset(&d->heap, 0, sizeof d->heap);
   memset(&d->mark, 0, sizeof d->mark);
+  if (!d->grey)
+    d->grey = mgc_xmalloc(GREY_CAPACITY * sizeof(mgc_value), "grey buffer");
+  d->grey_count = 0;
   d->marking_done = true;
   d->busy_counted = false;
   d->allocated_words = 0;
@@ -281,6 +284,7 @@ void mgc_shutdown(void) {
     pthread_mutex_destroy(&s->domain_lock);
     pthread_mutex_destroy(&s->intr_lock);
     pthread_cond_destroy(&s->intr_cond);
+    free(s->grey);
     free(s);
   }
   mgc_heap_teardown();

@@ -247,6 +247,9 @@ struct mgc_colours {
 extern struct mgc_colours mgc_colours;
 
 void mgc_darken(struct mgc_dom *d, mgc_value v);
+#define GREY_CAPACITY 1024
+void mgc_grey_drain(struct mgc_dom *d);
+
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, bool automatic);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
@@ -372,6 +375,10 @@ struct mgc_dom {
   /* major heap and collector */
   struct mgc_heap heap;
   struct mark_stack mark;
+  /* Values overwritten by the write barrier, to darken in a batch (with
+     prefetching) before this domain's marking can count as done. */
+  mgc_value *grey;
+  size_t grey_count;
   bool marking_done;
   bool busy_counted;      /* counted in mgc_rt.busy_domains */
   size_t allocated_words; /* major words since the last slice */

@@ -279,6 +279,25 @@ static inline void mark_block(struct mgc_dom *d, mgc_value v, word unmarked,
   mark_stack_push(&d->mark, scan_start(v, hd), (mgc_value *)v + wosize);
 }
 
+/* Darkens the values the write barrier buffered, prefetching their headers
+   a few entries ahead. */
+void mgc_grey_drain(struct mgc_dom *d) {
+  size_t n = d->grey_count;
+  if (n == 0)
+    return;
+  word unmarked = mgc_colours.unmarked;
+  intptr_t work = 0;
+  size_t before = d->mark.count;
+  for (size_t i = 0; i < n; i++) {
+    if (i + 8 < n)
+      __builtin_prefetch((word *)d->grey[i + 8] - 1, 1);
+    mark_block(d, d->grey[i], unmarked, &work);
+  }
+  d->grey_count = 0;
+  if (d->mark.count != before)
+    reopen_marking(d);
+}
+
 static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
   struct mark_stack *ms = &d->mark;
   word unmarked = mgc_colours.unmarked;
@@ -361,7 +380,8 @@ void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max) {
 }
 
 bool mgc_major_work_done(struct mgc_dom *d) {
-  return mark_stack_empty(&d->mark) && mgc_heap_sweep_done(d);
+  return d->grey_count == 0 && mark_stack_empty(&d->mark) &&
+         mgc_heap_sweep_done(d);
 }
 
 static void note_work_state(struct mgc_dom *d) {
@@ -375,6 +395,7 @@ static void note_work_state(struct mgc_dom *d) {
    left; returns the work done. */
 static intptr_t do_work(struct mgc_dom *d, intptr_t budget) {
   intptr_t done = 0;
+  mgc_grey_drain(d);
   if (!mgc_heap_sweep_done(d))
     done += mgc_heap_sweep(d, budget);
   if (done < budget)

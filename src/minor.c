@@ -394,6 +394,8 @@ static void promote_remembered(struct promote_ctx *c, int idx, int n,
     size_t hi = j == n - 1 ? count : lo + per;
     mgc_value **e = (mgc_value **)t->base;
     for (size_t k = lo; k < hi; k++) {
+      if (k + 16 < hi)
+        __builtin_prefetch(e[k + 16], 1);
       aword *slot = AWORD(e[k]);
       mgc_value v = (mgc_value)LOAD_RELAXED(slot);
       if (IS_YOUNG_BLOCK(v))

@@ -78,6 +78,14 @@ void mgc_table_free(struct mgc_table *t) {
 /* Write barrier                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* The deletion barrier: v (a major block, or a static one) is darkened
+   later, by mgc_grey_drain, always before this domain's marking ends. */
+static inline void darken_later(struct mgc_dom *d, mgc_value v) {
+  if (MGC_UNLIKELY(d->grey_count == GREY_CAPACITY))
+    mgc_grey_drain(d);
+  d->grey[d->grey_count++] = v;
+}
+
 static inline void remember(struct mgc_dom *d, mgc_value *fp) {
   *(mgc_value **)mgc_table_add(d, &d->major_ref) = fp;
 }
@@ -94,7 +102,7 @@ void mgc_modify(mgc_value *fp, mgc_value v) {
         STORE_RELEASE(AWORD(fp), (word)v);
         return; /* already remembered (invariant 11) */
       }
-      mgc_darken(d, old);
+      darken_later(d, old);
     }
     if (IS_YOUNG_BLOCK(v))
       remember(d, fp);
