@@ -25,7 +25,8 @@ BENCH_MIMALLOC := $(addsuffix -mimalloc,$(BENCH_MGC))
 BENCH_BOEHM := $(addsuffix -boehm,$(BENCH_MGC))
 BENCH_OCAML := $(addprefix $(BENCH_OUT)/,\
   $(addsuffix -ocaml,$(BENCH_OCAML_WORKLOADS)))
-BENCH_PROGRAMS := $(BENCH_MGC) $(BENCH_MALLOC) $(BENCH_OUT)/harness
+BENCH_PROGRAMS := $(BENCH_MGC) $(BENCH_MALLOC) $(BENCH_OUT)/harness \
+  $(BENCH_OUT)/stw-latency
 ifeq ($(BENCH_HAVE_MIMALLOC),yes)
 BENCH_PROGRAMS += $(BENCH_MIMALLOC)
 endif
@@ -63,6 +64,11 @@ $(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml | $(BENCH_OUT)/ocaml
 	cp $< $(BENCH_OUT)/ocaml/$*.ml
 	ocamlopt -unsafe -inline 200 -o $@ $(BENCH_OUT)/ocaml/$*.ml
 
+# Collection request to all domains stopped, with domains blocked in read().
+$(BENCH_OUT)/stw-latency: bench/stw-latency.c bench/mgc_bench.h \
+    $(BENCH_HEADERS) include/mgc.h $(BUILD)/libmgc.a | $(BENCH_OUT)
+	$(CC) $(BENCH_CFLAGS) -Iinclude -pthread -o $@ $< $(BUILD)/libmgc.a -lm
+
 $(BENCH_OUT)/harness: bench/harness.c | $(BENCH_OUT)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lm
 
@@ -83,8 +89,12 @@ endif
 
 bench: bench-build
 	$(BENCH_OUT)/harness -d $(BENCH_OUT) $(BENCH_ARGS)
+	@echo "== stop-the-world latency with domains blocked in a system call"
+	@$(BENCH_OUT)/stw-latency 2000 2 2>/dev/null
+	@$(BENCH_OUT)/stw-latency 2000 4 2>/dev/null
 
 bench-smoke: bench-build
 	$(BENCH_OUT)/harness -d $(BENCH_OUT) -s -t 120 $(BENCH_ARGS)
+	@$(BENCH_OUT)/stw-latency 200 2 2>/dev/null
 
 .PHONY: bench bench-build bench-smoke

@@ -85,9 +85,6 @@ mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
   return v;
 }
 
-mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
-                          unsigned reserved);
-
 static mgc_value alloc_any(const char *fn, size_t wosize, unsigned tag,
                            unsigned reserved) {
   struct mgc_dom *d = mgc_self_or_fatal(fn);

@@ -32,11 +32,6 @@ MGC_THREAD_LOCAL struct mgc_fast_state *mgc_tls_state = &mgc_no_domain_state;
 _Static_assert(offsetof(struct mgc_dom, fast) == 0,
                "the fast state must open the domain state");
 
-int mgc_params_validate(const mgc_params *p);
-void mgc_heap_init(void);
-void mgc_heap_free_domain(struct mgc_dom *d);
-void mgc_atoms_init(void);
-
 void mgc_domain_set_self(struct mgc_dom *d) {
   mgc_tls_state = d ? &d->fast : &mgc_no_domain_state;
 }

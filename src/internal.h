@@ -71,6 +71,7 @@ _Noreturn void mgc_out_of_memory(size_t bytes, const char *what);
 void mgc_log(unsigned mask, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void mgc_set_last_error(int err);
+int mgc_params_validate(const mgc_params *p); /* params.c */
 
 #if MGC_DEBUG >= 1
 #define MGC_ASSERT(c)                                                          \
@@ -192,10 +193,10 @@ struct mgc_heap {
   _Atomic size_t live_words; /* words in allocated slots and large blocks */
 };
 
-extern const uint8_t mgc_size_class_of[MAX_POOL_WHSIZE + 1];
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
 
-/* Allocates whsize words in the major heap of d; returns the header address
+void mgc_heap_init(void);
+/* Allocates wosize words in the major heap of d; returns the header address
    with the header written (colour MARKED) or NULL when out of memory. */
 word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
                      unsigned reserved);
@@ -206,14 +207,18 @@ void mgc_heap_cycle_start(struct mgc_dom *d);   /* STW: all pools unswept */
 void mgc_heap_orphan(struct mgc_dom *d);        /* terminating domain */
 void mgc_heap_adopt_orphans(struct mgc_dom *d); /* STW */
 void mgc_heap_release_free_pools(bool all);     /* STW, single domain */
+void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
-/* Visit every block of a pool or large list (verifier). */
-typedef void (*mgc_block_visitor)(void *data, word *hp, struct pool *p,
-                                  bool swept);
-void mgc_heap_iter(struct mgc_dom *d, mgc_block_visitor f, void *data);
-void mgc_heap_iter_orphans(mgc_block_visitor f, void *data);
-bool mgc_heap_is_pool_block(word *hp); /* verifier: a slot start of a pool */
 size_t mgc_heap_free_pool_count(void);
+/* Verifier: the used slots of a pool, and every pool and large block. */
+void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
+void mgc_heap_for_each(struct mgc_dom *d,
+                       void (*pool_f)(void *, struct pool *, bool swept),
+                       void (*large_f)(void *, word *hp, bool swept),
+                       void *data);
+void mgc_heap_for_each_orphan(void (*pool_f)(void *, struct pool *, bool),
+                              void (*large_f)(void *, word *, bool),
+                              void *data);
 
 /* ------------------------------------------------------------------------ */
 /* major.c: marking, pacing, cycles (DESIGN §6.3-6.7, §6.10)                */
@@ -260,6 +265,7 @@ void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
 /* White-box test knob: cap the mark stack at this many entries (0 = the
    normal rule). */
 extern size_t mgc_mark_stack_cap_for_tests;
+extern _Atomic size_t mgc_mark_stack_prunes; /* how often (tests) */
 
 /* ------------------------------------------------------------------------ */
 /* minor.c: minor heaps, allocation slow path, promotion (DESIGN §2, §5)     */
@@ -293,8 +299,10 @@ void mgc_scan_global_roots(mgc_root_action f, void *ctx, bool minor);
 void mgc_global_roots_young_to_old(void);
 void mgc_global_roots_teardown(void);
 void mgc_roots_init(void);
-/* verifier */
-int mgc_verify_global_roots(void);
+/* Verifier: checks every global root's value and invariant 14. */
+int mgc_verify_global_roots_with(bool (*check)(void *, mgc_value, const char *),
+                                 void (*report)(void *, const char *),
+                                 void *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* stw.c: stop-the-world sections and barriers (DESIGN §4)                   */
@@ -459,7 +467,11 @@ void mgc_call_hook(_Atomic(void (*)(void)) *hook);
 /* ------------------------------------------------------------------------ */
 
 void mgc_custom_after_minor(struct mgc_dom *d);
+void mgc_atoms_init(void);
+bool mgc_is_atom(mgc_value v);
 bool mgc_tag_is_valid_alloc(size_t wosize, unsigned tag);
+mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
+                          unsigned reserved);
 mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved, bool fill);
 

@@ -327,7 +327,11 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
       v = f0;
     } else if (tag >= MGC_TAG_NO_SCAN) {
       copy = alloc_copy(c, sz, hd);
-      memcpy((void *)copy, (void *)v, sz * WORD);
+      /* Field 0 may be written right now by a winning promoter of
+         another domain: read it atomically (the rest is never written
+         during a collection). */
+      MGC_FIELD(copy, 0) = (mgc_value)LOAD_RELAXED(AWORD(v));
+      memcpy((void *)(copy + WORD), (void *)(v + WORD), (sz - 1) * WORD);
       if (!install_forward(c, v, hd, copy, &winner))
         make_filler(copy, sz);
       *slot = winner + off;

@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <linux/futex.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,14 +165,24 @@ void mgc_futex_wake_all(_Atomic uint32_t *addr) {
 }
 
 /* Spin for a short while (a waiter usually gets its answer within a few
-   microseconds), then sleep on the futex word.  The acquire loads pair with
-   the release store of whoever changes the word. */
+   microseconds), then yield the processor for up to 200 us (the domain we
+   wait for may need it, and a futex sleep would add a wake-up of tens of
+   microseconds to the latency of every stop-the-world section), then sleep
+   on the futex word.  The acquire loads pair with the release store of
+   whoever changes the word. */
 void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old) {
-  for (int i = 0; i < 2000; i++) {
+  for (int i = 0; i < 1000; i++) {
     if (LOAD_ACQUIRE(addr) != old)
       return;
     mgc_cpu_relax();
   }
-  while (LOAD_ACQUIRE(addr) == old)
-    mgc_futex_wait(addr, old);
+  uint64_t until = mgc_now_ns() + 200000;
+  while (LOAD_ACQUIRE(addr) == old) {
+    if (mgc_now_ns() > until) {
+      while (LOAD_ACQUIRE(addr) == old)
+        mgc_futex_wait(addr, old);
+      return;
+    }
+    sched_yield();
+  }
 }

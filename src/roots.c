@@ -240,12 +240,13 @@ void mgc_global_roots_young_to_old(void) {
 /* Verifier (STW): invariant 14 on the sets, and each root's value passes
    the check. */
 int mgc_verify_global_roots_with(bool (*check)(void *, mgc_value, const char *),
+                                 void (*report)(void *, const char *),
                                  void *ctx) {
   int bad = 0;
   pthread_mutex_lock(&roots_lock);
   struct root_set *sets[3] = {&classic, &young_gen, &old_gen};
-  const char *names[3] = {"classic root", "young generational root",
-                          "old generational root"};
+  const char *names[3] = {"a classic global root", "a young generational root",
+                          "an old generational root"};
   for (int k = 0; k < 3; k++) {
     for (size_t i = 0; i < sets[k]->capacity; i++) {
       mgc_value *r = sets[k]->slots[i];
@@ -253,11 +254,11 @@ int mgc_verify_global_roots_with(bool (*check)(void *, mgc_value, const char *),
         continue;
       if (!check(ctx, *r, names[k]))
         bad++;
-      if (k == 2 && IS_YOUNG_BLOCK(*r) && !set_contains(&young_gen, r))
-        bad++, check(ctx, (mgc_value)2,
-                     "old generational root holding a "
-                     "young value outside the young set "
-                     "(invariant 14)");
+      if (k == 2 && IS_YOUNG_BLOCK(*r) && !set_contains(&young_gen, r)) {
+        bad++;
+        report(ctx, "an old generational root holds a young value outside "
+                    "the young set (invariant 14)");
+      }
     }
   }
   pthread_mutex_unlock(&roots_lock);

@@ -27,18 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
-void mgc_heap_for_each(struct mgc_dom *d,
-                       void (*pool_f)(void *, struct pool *, bool swept),
-                       void (*large_f)(void *, word *hp, bool swept),
-                       void *data);
-void mgc_heap_for_each_orphan(void (*pool_f)(void *, struct pool *, bool),
-                              void (*large_f)(void *, word *, bool),
-                              void *data);
-int mgc_verify_global_roots_with(bool (*check)(void *, mgc_value, const char *),
-                                 void *ctx);
-bool mgc_is_atom(mgc_value v);
-
 /* A set of non-zero words (open addressing). */
 struct wset {
   word *keys;
@@ -122,11 +110,31 @@ static bool pool_slot(struct verifier *vf, word *hp) {
   return hp >= start && hp < end && (size_t)(hp - start) % wh == 0;
 }
 
-/* Invariant 1 for one value; `where` says whose field or root it is. */
-static bool check_value(struct verifier *vf, mgc_value v, const char *where) {
+/* Where a value was found; turned into text only when something is wrong
+   (the verifier runs after every collection with V=1). */
+struct where {
+  const char *what; /* a root, or NULL for a field */
+  mgc_value block;
+  size_t field;
+  bool young;
+};
+
+#define DESCRIBE(w, buf)                                                       \
+  char buf[112];                                                               \
+  if ((w)->what)                                                               \
+    snprintf(buf, sizeof buf, "%s", (w)->what);                                \
+  else                                                                         \
+    snprintf(buf, sizeof buf, "field %zu of %s block %p (tag %u)", (w)->field, \
+             (w)->young ? "young" : "major", (void *)(w)->block,               \
+             MGC_TAG_VAL((w)->block))
+
+/* Invariant 1 for one value. */
+static bool check_value(struct verifier *vf, mgc_value v,
+                        const struct where *w) {
   if (MGC_IS_INT(v))
     return true;
   if (v == 0) {
+    DESCRIBE(w, where);
     report(vf, "%s holds NULL", where);
     return false;
   }
@@ -139,6 +147,7 @@ static bool check_value(struct verifier *vf, mgc_value v, const char *where) {
       if (wset_has(&vf->young, (word)c) && MGC_TAG_VAL(c) == MGC_TAG_CLOSURE)
         return true;
     }
+    DESCRIBE(w, where);
     report(vf, "%s holds %p, not a young block start (invariant 1)", where,
            (void *)v);
     return false;
@@ -148,20 +157,18 @@ static bool check_value(struct verifier *vf, mgc_value v, const char *where) {
   word *hp = (word *)v - 1;
   if (pool_slot(vf, hp) || wset_has(&vf->large, (word)hp)) {
     word hd = LOAD_RELAXED(AWORD(hp));
-    if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
-      report(vf, "%s: infix header at a block start %p", where, (void *)v);
-      return false;
-    }
-    if (hd == 0) {
-      report(vf, "%s points to a free slot %p (invariant 30)", where,
-             (void *)v);
-      return false;
-    }
-    if (COLOUR_HD(hd) == mgc_colours.garbage) {
-      report(vf, "%s points to GARBAGE block %p", where, (void *)v);
-      return false;
-    }
-    return true;
+    const char *bad = NULL;
+    if (MGC_TAG_HD(hd) == MGC_TAG_INFIX)
+      bad = "an infix header at a block start";
+    else if (hd == 0)
+      bad = "a free slot (invariant 30)";
+    else if (COLOUR_HD(hd) == mgc_colours.garbage)
+      bad = "a GARBAGE block";
+    if (!bad)
+      return true;
+    DESCRIBE(w, where);
+    report(vf, "%s points to %s: %p", where, bad, (void *)v);
+    return false;
   }
   word hd = LOAD_RELAXED(AWORD(hp));
   if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
@@ -170,12 +177,14 @@ static bool check_value(struct verifier *vf, mgc_value v, const char *where) {
     if ((pool_slot(vf, chp) || wset_has(&vf->large, (word)chp)) &&
         MGC_TAG_VAL(c) == MGC_TAG_CLOSURE)
       return true;
+    DESCRIBE(w, where);
     report(vf, "%s: infix pointer %p does not lead to a closure (inv. 4)",
            where, (void *)v);
     return false;
   }
   if (COLOUR_HD(hd) == NOT_MARKABLE)
     return true;
+  DESCRIBE(w, where);
   report(vf, "%s holds %p, which is no block of the heap (invariant 1)", where,
          (void *)v);
   return false;
@@ -212,14 +221,14 @@ static void check_fields(struct verifier *vf, mgc_value v, word hd,
   }
   for (size_t i = start; i < sz; i++) {
     mgc_value f = (mgc_value)LOAD_RELAXED(AWORD(&MGC_FIELD(v, i)));
-    char where[96];
-    snprintf(where, sizeof where, "field %zu of %s block %p (tag %u)", i,
-             young ? "young" : "major", (void *)v, tag);
-    check_value(vf, f, where);
+    struct where w = {NULL, v, i, young};
+    check_value(vf, f, &w);
     if (!young && IS_YOUNG_BLOCK(f) &&
-        !wset_has(&vf->remembered, (word)&MGC_FIELD(v, i)))
+        !wset_has(&vf->remembered, (word)&MGC_FIELD(v, i))) {
+      DESCRIBE(&w, where);
       report(vf, "%s holds young %p but is not remembered (invariant 10)",
              where, (void *)f);
+    }
   }
 }
 
@@ -346,15 +355,17 @@ static void check_table(struct verifier *vf, struct mgc_dom *d,
 
 static void check_root(void *ctx, mgc_value v, mgc_value *slot) {
   (void)slot;
-  check_value(ctx, v, "a local root");
+  struct where w = {"a local root", 0, 0, false};
+  check_value(ctx, v, &w);
 }
 
 static bool check_global(void *ctx, mgc_value v, const char *what) {
-  if ((word)v == 2) {
-    report(ctx, "%s", what);
-    return false;
-  }
-  return check_value(ctx, v, what);
+  struct where w = {what, 0, 0, false};
+  return check_value(ctx, v, &w);
+}
+
+static void report_global(void *ctx, const char *msg) {
+  report(ctx, "%s", msg);
 }
 
 static int verify_world(bool expect_no_garbage) {
@@ -382,7 +393,7 @@ static int verify_world(bool expect_no_garbage) {
   }
   vf.owner = NULL;
   mgc_heap_for_each_orphan(check_pool, check_large, &vf);
-  mgc_verify_global_roots_with(check_global, &vf);
+  mgc_verify_global_roots_with(check_global, report_global, &vf);
   size_t expect = vf.pool_count * POOL_WORDS + vf.large_words;
   size_t heap = LOAD_RELAXED(&mgc_rt.heap_words);
   if (heap != expect)
@@ -414,9 +425,6 @@ void mgc_verify_after_collection(struct mgc_dom *d, int idx, int n) {
     if (r)
       mgc_fatal("heap verification failed after a minor collection");
     mgc_stw_barrier_release();
-  } else if (n <= 1) {
-    if (verify_world(false))
-      mgc_fatal("heap verification failed after a minor collection");
   }
 }
 

@@ -1,0 +1,236 @@
+/* test_internals.c: white-box checks of invariants that the public API
+ * cannot see (DESIGN §8.1):
+ *   13  the remembered set crosses its threshold into the reserve (asking
+ *       for a minor collection), then doubles, and never loses an entry;
+ *   25  after a minor collection: young_ptr = young_end, trigger at the
+ *       midpoint, tables empty, and (debug level 2) the used part of the
+ *       minor heap poisoned;
+ *   36  the mark stack, capped tiny, is pruned into the compressed set and
+ *       marking still reaches every live block;
+ *   10, 1  the verifier reports a young pointer stored without the barrier
+ *       and a field pointing inside a block;
+ *   the grey buffer of the deletion barrier is drained before marking ends;
+ *   free pools go back to the OS on mgc_compact.
+ */
+#include "../src/internal.h"
+#include "check.h"
+
+#include <stdio.h>
+#include <unistd.h>
+
+static struct mgc_dom *self(void) { return (struct mgc_dom *)mgc_tls_state; }
+
+/* Invariant 13. */
+static void test_remset_overflow(void) {
+  mgc_params p;
+  mgc_params_default(&p);
+  p.minor_heap_words = 4096; /* tables of 512 entries + 256 reserve */
+  CHECK(mgc_init(&p) == 0, "init with s=4096");
+  struct mgc_dom *d = self();
+  size_t n = 3000;
+  static mgc_value arr = MGC_UNIT;
+  mgc_register_global_root(&arr);
+  arr = mgc_alloc_shr(n, 0);
+  mgc_minor_collection();
+  MGC_PARAM0;
+  MGC_LOCAL1(y);
+  y = mgc_alloc_small(1, 7);
+  MGC_FIELD(y, 0) = MGC_VAL_INT(42);
+  mgc_stats before;
+  mgc_get_stats(&before);
+  /* No allocation or poll between the stores: nothing may run a GC. */
+  for (size_t i = 0; i < n; i++)
+    mgc_modify(&MGC_FIELD(arr, i), y);
+  CHECK(mgc_table_count(&d->major_ref) == n,
+        "all %zu old-to-young stores remembered (got %zu)", n,
+        mgc_table_count(&d->major_ref));
+  CHECK(d->requested_minor, "crossing the threshold requested a minor GC");
+  CHECK(d->major_ref.size > 512, "the table doubled past its reserve (%zu)",
+        d->major_ref.size);
+  CHECK(d->major_ref.ptr <= d->major_ref.end, "ptr within the table");
+  mgc_stats mid;
+  mgc_get_stats(&mid);
+  CHECK(mid.remset_overflows == before.remset_overflows + 1,
+        "one overflow counted (%llu)",
+        (unsigned long long)(mid.remset_overflows - before.remset_overflows));
+  CHECK(mgc_verify_heap() == 0, "verifier accepts the overgrown table");
+  mgc_poll(); /* the requested collection runs here */
+  CHECK(!mgc_is_young(y), "y promoted by the requested collection");
+  size_t bad = 0;
+  for (size_t i = 0; i < n; i++)
+    bad += MGC_FIELD(arr, i) != y;
+  CHECK(bad == 0, "every remembered slot updated to the copy (%zu bad)", bad);
+  CHECK(mgc_table_count(&d->major_ref) == 0, "table cleared");
+  CHECK(d->major_ref.limit == d->major_ref.threshold,
+        "the reserve is closed again");
+  MGC_DROP;
+  mgc_remove_global_root(&arr);
+  mgc_shutdown();
+}
+
+/* Invariant 25 and the poison of debug level 2. */
+static void test_after_minor(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  struct mgc_dom *d = self();
+  MGC_PARAM0;
+  MGC_LOCAL1(l);
+  for (int i = 0; i < 1000; i++) {
+    mgc_value c = mgc_alloc_small(2, 0);
+    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
+    MGC_FIELD(c, 1) = l;
+    l = c;
+  }
+  word used_from = d->fast.young_ptr;
+  mgc_minor_collection();
+  CHECK(d->fast.young_ptr == d->young_end, "young_ptr = young_end");
+  CHECK(d->young_trigger ==
+            d->young_start + (d->young_end - d->young_start) / 2,
+        "trigger at the midpoint");
+  CHECK(mgc_table_count(&d->major_ref) == 0 && mgc_table_count(&d->custom) == 0,
+        "tables empty");
+#if MGC_DEBUG >= 2
+  size_t unpoisoned = 0;
+  for (word *p = (word *)used_from; p < (word *)d->young_end; p++)
+    unpoisoned += *p != 0xD700D7D7D700D6D7u;
+  CHECK(unpoisoned == 0, "freed minor heap poisoned (%zu words not)",
+        unpoisoned);
+#else
+  (void)used_from;
+#endif
+  MGC_DROP;
+  mgc_shutdown();
+}
+
+/* Invariant 36: a wide structure marked with a tiny mark stack. */
+static void test_mark_stack_prune(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  long n = test_scale(20000);
+  static mgc_value arr = MGC_UNIT;
+  mgc_register_global_root(&arr);
+  arr = mgc_alloc_shr((size_t)n, 0);
+  for (long i = 0; i < n; i++) {
+    mgc_value c = mgc_alloc_small(3, 0);
+    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
+    MGC_FIELD(c, 1) = MGC_VAL_INT(-i);
+    MGC_FIELD(c, 2) = MGC_UNIT;
+    mgc_modify(&MGC_FIELD(arr, i), c);
+  }
+  mgc_minor_collection();
+  size_t prunes = atomic_load(&mgc_mark_stack_prunes);
+  mgc_mark_stack_cap_for_tests = 16;
+  mgc_full_major();
+  mgc_full_major();
+  mgc_mark_stack_cap_for_tests = 0;
+  CHECK(atomic_load(&mgc_mark_stack_prunes) > prunes,
+        "the mark stack was pruned into the compressed set");
+  long bad = 0;
+  for (long i = 0; i < n; i++) {
+    mgc_value c = MGC_FIELD(arr, i);
+    bad += !MGC_IS_BLOCK(c) || MGC_FIELD(c, 0) != MGC_VAL_INT(i) ||
+           MGC_FIELD(c, 1) != MGC_VAL_INT(-i);
+  }
+  CHECK(bad == 0, "all %ld cells survived pruned marking (%ld bad)", n, bad);
+  CHECK(mgc_verify_heap() == 0, "heap verifies after pruned marking");
+  mgc_remove_global_root(&arr);
+  mgc_shutdown();
+}
+
+/* The verifier catches what the barrier would have prevented. */
+static void test_verifier_catches(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  static mgc_value old = MGC_UNIT;
+  mgc_register_global_root(&old);
+  old = mgc_alloc_shr(2, 0);
+  MGC_PARAM0;
+  MGC_LOCAL1(y);
+  y = mgc_alloc_small(2, 0);
+  MGC_FIELD(y, 0) = MGC_VAL_INT(1);
+  MGC_FIELD(y, 1) = MGC_VAL_INT(2);
+  CHECK(mgc_verify_heap() == 0, "clean heap verifies");
+  fprintf(stderr, "(the verifier reports below are expected)\n");
+  MGC_FIELD(old, 0) = y; /* bypasses the barrier: not remembered */
+  CHECK(mgc_verify_heap() == -1, "unremembered young pointer reported");
+  MGC_FIELD(old, 0) = MGC_UNIT;
+  MGC_FIELD(old, 1) = (mgc_value)((word *)old + 1); /* inside a block */
+  CHECK(mgc_verify_heap() == -1, "pointer into the middle of a block");
+  MGC_FIELD(old, 1) = MGC_UNIT;
+  CHECK(mgc_verify_heap() == 0, "repaired heap verifies");
+  MGC_DROP;
+  mgc_remove_global_root(&old);
+  mgc_shutdown();
+}
+
+/* The deletion barrier: an overwritten value is darkened before marking
+   can end, so an object moved from one field to another while marking is
+   under way survives. */
+static void test_deletion_barrier(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  struct mgc_dom *d = self();
+  static mgc_value a = MGC_UNIT, b = MGC_UNIT;
+  mgc_register_global_root(&a);
+  mgc_register_global_root(&b);
+  a = mgc_alloc_shr(1, 0);
+  b = mgc_alloc_shr(1, 0);
+  mgc_value x = mgc_alloc_shr(1, 0);
+  mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(77));
+  mgc_modify(&MGC_FIELD(a, 0), x);
+  /* A new cycle: roots darkened (a, b), x still UNMARKED. */
+  mgc_major_collection();
+  CHECK(COLOUR_HD(MGC_HD_VAL(x)) == mgc_colours.unmarked,
+        "x unmarked at the start of the cycle");
+  /* Move x from a to b: the barrier must keep x. */
+  mgc_modify(&MGC_FIELD(b, 0), x);
+  mgc_modify(&MGC_FIELD(a, 0), MGC_UNIT);
+  CHECK(d->grey_count > 0, "the overwritten value was buffered");
+  mgc_major_collection(); /* ends the cycle: x must have been marked */
+  mgc_major_collection(); /* and a second one sweeps */
+  x = MGC_FIELD(b, 0);
+  CHECK(MGC_IS_BLOCK(x) && MGC_FIELD(x, 0) == MGC_VAL_INT(77),
+        "x survived being moved during marking");
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  mgc_remove_global_root(&a);
+  mgc_remove_global_root(&b);
+  mgc_shutdown();
+}
+
+/* Free pools are given back on compaction. */
+static void test_release(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  static mgc_value arr = MGC_UNIT;
+  mgc_register_global_root(&arr);
+  long n = test_scale(200000);
+  arr = mgc_alloc_shr(4, 0);
+  MGC_PARAM0;
+  MGC_LOCAL1(l);
+  for (long i = 0; i < n; i++) {
+    mgc_value c = mgc_alloc_small(2, 0);
+    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
+    MGC_FIELD(c, 1) = l;
+    l = c;
+  }
+  mgc_full_major();
+  mgc_stats s1;
+  mgc_get_stats(&s1);
+  l = MGC_UNIT;
+  mgc_compact();
+  mgc_stats s2;
+  mgc_get_stats(&s2);
+  CHECK(s2.heap_words < s1.heap_words || n < 10000,
+        "heap shrank after dropping the list (%llu -> %llu)",
+        (unsigned long long)s1.heap_words, (unsigned long long)s2.heap_words);
+  CHECK(mgc_heap_free_pool_count() == 0, "no free pool kept after compact");
+  CHECK(s2.compactions == s1.compactions + 1, "compaction counted");
+  MGC_DROP;
+  mgc_remove_global_root(&arr);
+  mgc_shutdown();
+}
+
+int main(void) {
+  test_remset_overflow();
+  test_after_minor();
+  test_mark_stack_prune();
+  test_verifier_catches();
+  test_deletion_barrier();
+  test_release();
+  return check_done();
+}
