@@ -143,10 +143,12 @@ static mgc_value cross_body(mgc_value arg) {
       MGC_FIELD(w, 0) = MGC_VAL_INT(it);
       mgc_modify(&MGC_FIELD(mine, 1), w);
     }
-    if (self == DOM_B)
-      atomic_store_explicit(&seen[DOM_B], (uintptr_t)w, memory_order_relaxed);
     /* Some garbage of our own, so that the minor heaps are not empty. */
     junk = make_block(-it, 1 + it % MAXSIZE);
+    /* Published after the last allocation: a collection moves w, and only
+       the rooted copy is updated. */
+    if (self == DOM_B)
+      atomic_store_explicit(&seen[DOM_B], (uintptr_t)w, memory_order_relaxed);
     mt_barrier_wait(&bar);
     /* Step 3: one domain forces the collection, the others poll. */
     if (self != DOM_B)
