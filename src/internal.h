@@ -104,6 +104,8 @@ void mgc_futex_wake_all(_Atomic uint32_t *addr);
 
 /* Wait until *addr != old: spin briefly, then sleep on the futex. */
 void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old);
+void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
+                             bool (*work)(void *), void *arg);
 
 /* ------------------------------------------------------------------------ */
 /* table.c: growable tables (remembered sets) and the write barrier         */
@@ -187,10 +189,9 @@ struct mgc_heap {
   struct pool *unswept_full[NUM_SIZE_CLASSES];
   struct large *large; /* swept large blocks */
   struct large *unswept_large;
-  int sweep_cls;             /* next class the sweeper looks at */
-  size_t pool_count;         /* pools owned */
-  size_t large_words;        /* words in owned large blocks */
-  _Atomic size_t live_words; /* words in allocated slots and large blocks */
+  int sweep_cls;      /* next class the sweeper looks at */
+  size_t pool_count;  /* pools owned */
+  size_t large_words; /* words in owned large blocks */
 };
 
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
@@ -210,6 +211,7 @@ void mgc_heap_release_free_pools(bool all);     /* STW, single domain */
 void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
+size_t mgc_heap_live_words(struct mgc_dom *d);
 /* Verifier: the used slots of a pool, and every pool and large block. */
 void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
 void mgc_heap_for_each(struct mgc_dom *d,
@@ -260,6 +262,7 @@ void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
 bool mgc_major_work_done(struct mgc_dom *d);
 void mgc_major_finish_own_work(struct mgc_dom *d);
+bool mgc_major_opportunistic_work(void *dom);
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
 void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
 /* White-box test knob: cap the mark stack at this many entries (0 = the
@@ -322,6 +325,9 @@ bool mgc_stw_barrier_begin(int n);
 void mgc_stw_barrier_release(void);
 /* Plain barrier: everybody waits for everybody. */
 void mgc_stw_barrier(int n);
+/* The same, where a waiting domain may do opportunistic major work of its
+   own (only at barriers where no domain changes global GC state). */
+void mgc_stw_barrier_working(int n, struct mgc_dom *d);
 void mgc_stw_interrupt(struct mgc_dom *target);
 void mgc_stw_participate(struct mgc_dom *d);
 bool mgc_stw_in_progress(void);

@@ -397,6 +397,17 @@ static intptr_t do_work(struct mgc_dom *d, intptr_t budget) {
   return done;
 }
 
+/* Opportunistic work while waiting at a barrier (DESIGN §4.6): a small
+   budget of this domain's own marking and sweeping, never a phase change.
+   Returns whether there was work. */
+bool mgc_major_opportunistic_work(void *dom) {
+  struct mgc_dom *d = dom;
+  if (mgc_major_work_done(d))
+    return false;
+  d->debt -= do_work(d, 512);
+  return true;
+}
+
 void mgc_major_finish_own_work(struct mgc_dom *d) {
   while (!mgc_major_work_done(d))
     do_work(d, INTPTR_MAX / 2);
@@ -538,7 +549,7 @@ static void stw_sweep_all(struct mgc_dom *d, void *data, int idx, int n,
   if (mgc_stw_barrier_begin(n)) {
     uint64_t live = 0;
     for (int i = 0; i < n; i++)
-      live += LOAD_RELAXED(&parts[i]->heap.live_words);
+      live += mgc_heap_live_words(parts[i]);
     STORE_RELAXED(&mgc_rt.live_words, live);
     mgc_stw_barrier_release();
   }

@@ -444,6 +444,9 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   uint64_t t0 = mgc_now_ns();
   mgc_call_hook(&mgc_rt.minor_begin_hook);
   mgc_trace_begin(d, "minor");
+#if MGC_DEBUG >= 3
+  mgc_verify_after_collection(d, idx, n); /* and before, at level 3 */
+#endif
   struct promote_ctx c = {d, 0, 0, n > 1};
   word used_from = d->fast.young_ptr;
   d->promote_sweeps = 32;
@@ -465,9 +468,10 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_note_major_alloc(d, c.promoted_words);
 
   /* Nobody decides a young block is dead before everybody has promoted
-     (invariant 23, ocaml #11995). */
-  if (n > 1)
-    mgc_stw_barrier(n);
+     (invariant 23, ocaml #11995).  While waiting, opportunistic major
+     work: promoters of other domains only write copies (born MARKED, never
+     scanned by our marking) and remembered slots (atomically). */
+  mgc_stw_barrier_working(n, d);
 #if MGC_DEBUG >= 2
   /* Every remembered slot now holds an immediate or a major block; checked
      before anyone resumes (a second barrier), since mutators may store

@@ -158,7 +158,6 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   word garbage = mgc_colours.garbage;
   word *head = NULL, **tail = &head;
   unsigned live = 0;
-  size_t freed = 0;
   for (; s < end; s += wh) {
     word hd = LOAD_RELAXED(AWORD(s));
     if (hd != 0) {
@@ -176,7 +175,6 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
       for (size_t i = 2; i < wh; i++)
         s[i] = 0xD5D5D5D5D5D5D5D5u;
 #endif
-      freed += wh;
     }
     *tail = s;
     tail = (word **)&s[1];
@@ -184,8 +182,6 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   *tail = NULL;
   p->free = head;
   p->live = live;
-  if (freed)
-    COUNTER_ADD(&d->heap.live_words, (size_t)0 - freed);
   if (live == 0) {
     d->heap.pool_count--;
     pool_release(p);
@@ -208,7 +204,6 @@ static word *large_alloc(struct mgc_dom *d, size_t wosize) {
   l->next = d->heap.large;
   d->heap.large = l;
   d->heap.large_words += wh;
-  COUNTER_ADD(&d->heap.live_words, wh);
   heap_words_add((intptr_t)wh);
   return (word *)(l + 1);
 }
@@ -267,7 +262,6 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
       d->heap.avail[cls] = p->next;
       push_pool(&d->heap.full[cls], p);
     }
-    COUNTER_ADD(&d->heap.live_words, mgc_class_whsize[cls]);
   }
   /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
      to other domains only through a later release store of its address. */
@@ -292,7 +286,6 @@ static intptr_t sweep_large(struct mgc_dom *d, intptr_t budget) {
           ops->finalize((mgc_value)(hp + 1));
       }
       d->heap.large_words -= l->whsize;
-      COUNTER_ADD(&d->heap.live_words, (size_t)0 - l->whsize);
       heap_words_add(-(intptr_t)l->whsize);
       free(l);
     } else {
@@ -376,21 +369,18 @@ void mgc_heap_orphan(struct mgc_dom *d) {
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   d->heap.pool_count = 0;
   d->heap.large_words = 0;
-  STORE_RELAXED(&d->heap.live_words, 0);
 }
 
 /* STW (single domain, right after the colour rotation): d takes every
    orphan into its unswept lists. */
 void mgc_heap_adopt_orphans(struct mgc_dom *d) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  size_t live = 0;
   while (orphan_pools) {
     struct pool *p = orphan_pools;
     orphan_pools = p->next;
     p->owner = d;
     push_pool(&d->heap.unswept_full[p->cls], p);
     d->heap.pool_count++;
-    live += (size_t)p->live * mgc_class_whsize[p->cls];
   }
   while (orphan_large) {
     struct large *l = orphan_large;
@@ -398,11 +388,9 @@ void mgc_heap_adopt_orphans(struct mgc_dom *d) {
     l->next = d->heap.unswept_large;
     d->heap.unswept_large = l;
     d->heap.large_words += l->whsize;
-    live += l->whsize;
   }
   orphan_large_words = 0;
   pthread_mutex_unlock(&mgc_rt.pool_lock);
-  COUNTER_ADD(&d->heap.live_words, live);
   d->heap.sweep_cls = 0;
 }
 
@@ -424,6 +412,20 @@ void mgc_heap_release_free_pools(bool all) {
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   if (released)
     mgc_log(MGC_VERBOSE_HEAP, "released %zu free pools to the OS", released);
+}
+
+/* Words in allocated slots and large blocks of d: exact right after a
+   complete sweep (STW). */
+size_t mgc_heap_live_words(struct mgc_dom *d) {
+  size_t live = d->heap.large_words;
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    struct pool *lists[4] = {d->heap.avail[c], d->heap.full[c],
+                             d->heap.unswept_avail[c], d->heap.unswept_full[c]};
+    for (int k = 0; k < 4; k++)
+      for (struct pool *p = lists[k]; p; p = p->next)
+        live += (size_t)p->live * mgc_class_whsize[c];
+  }
+  return live;
 }
 
 size_t mgc_heap_free_pool_count(void) {

@@ -36,7 +36,7 @@ static struct stw_request request;
 static _Atomic uint32_t barrier_count;
 static _Atomic uint32_t barrier_sense;
 
-bool mgc_stw_barrier_begin(int n) {
+static bool barrier_begin(int n, struct mgc_dom *worker) {
   /* The sense read before arriving is the current round's: it cannot flip
      before our own arrival. */
   uint32_t sense = LOAD_ACQUIRE(&barrier_sense);
@@ -45,8 +45,16 @@ bool mgc_stw_barrier_begin(int n) {
       atomic_fetch_add_explicit(&barrier_count, 1, memory_order_acq_rel) + 1;
   if (arrived == (uint32_t)n)
     return true;
-  mgc_wait_change(&barrier_sense, sense);
+  mgc_wait_change_working(&barrier_sense, sense,
+                          worker ? mgc_major_opportunistic_work : NULL, worker);
   return false;
+}
+
+bool mgc_stw_barrier_begin(int n) { return barrier_begin(n, NULL); }
+
+void mgc_stw_barrier_working(int n, struct mgc_dom *d) {
+  if (n > 1 && barrier_begin(n, d))
+    mgc_stw_barrier_release();
 }
 
 void mgc_stw_barrier_release(void) {
@@ -83,7 +91,8 @@ void mgc_stw_interrupt(struct mgc_dom *target) {
 static void run_section(struct mgc_dom *d) {
   struct stw_request *r = &request;
   int n = r->n, idx = d->stw_index;
-  if (mgc_stw_barrier_begin(n)) {
+  /* Enter barrier: while the others come, do some marking or sweeping. */
+  if (barrier_begin(n, d)) {
     mgc_histogram_add(&mgc_rt.stw_latency, mgc_now_ns() - r->requested_at,
                       true);
     mgc_stw_barrier_release();

@@ -35,7 +35,6 @@
 #define ST_WOKEN 3    /* the blocking call returned */
 #define ST_DONE 4     /* left the blocking section and checked */
 
-
 /* Under torture mode (t=N) every allocation may collect, so values are
    seldom still young when a test looks at them. */
 static int torture_on(void) {

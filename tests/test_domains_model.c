@@ -280,10 +280,10 @@ static struct mval pick(struct dom *d, mgc_value *out, int own_only) {
   return mv;
 }
 
-/* A value to store: an integer (60%) or a reachable value. */
+/* A value to store: an integer (30%) or a reachable value. */
 static struct mval pick_value(struct dom *d, mgc_value *out) {
   struct mval mv;
-  if (mt_below(&d->rng, 10) < 6) {
+  if (mt_below(&d->rng, 10) < 3) {
     mv.p = NULL;
     mv.i = (long)mt_below(&d->rng, 1000000) - 500000;
     *out = mval_int(mv);
@@ -312,6 +312,18 @@ static void op_alloc(struct dom *d) {
     MGC_FIELD(b, j) = *d->tmp[j];
     m->f[j] = plan[j];
     *d->tmp[j] = MGC_UNIT;
+  }
+  /* Half of the time, hang the new block below a reachable block (often an
+     old one: an old-to-young pointer) rather than in a root. */
+  if (mt_below(&d->rng, 2) == 0) {
+    mgc_value target;
+    struct mval t = pick(d, &target, 1);
+    if (t.p != NULL && t.p->size >= 2) {
+      j = 1 + (int)mt_below(&d->rng, (uint64_t)t.p->size - 1);
+      mgc_modify(&MGC_FIELD(target, j), b);
+      t.p->f[j].p = m;
+      return;
+    }
   }
   root_set(d, r, b);
   d->roots[r].p = m;

@@ -19,7 +19,6 @@
 #define SEED 31337u
 #define MAXLOOPERS 2
 
-
 /* Under torture mode (t=N) every allocation may collect, so values are
    seldom still young when a test looks at them. */
 static int torture_on(void) {
