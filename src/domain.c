@@ -91,7 +91,6 @@ static struct mgc_dom *dom_prepare(int id) {
   d->busy_counted = false;
   d->allocated_words = 0;
   d->extra_resources = 0;
-  d->debt = 0;
   memset(&d->stats, 0, sizeof d->stats);
   memset(&d->pauses, 0, sizeof d->pauses);
   d->backup_state = BACKUP_RUNNING;
@@ -109,12 +108,18 @@ static void dom_release_memory(struct mgc_dom *d) {
 
 /* Adds d to the participants once no section is running. */
 static void join_participants(struct mgc_dom *d) {
+  int waited = 0;
   pthread_mutex_lock(&mgc_rt.all_domains_lock);
-  while (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL)
+  while (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL) {
+    if (++waited == 2)
+      atomic_fetch_add(&mgc_rt.joiners_waiting, 1);
     pthread_cond_wait(&mgc_rt.all_domains_cond, &mgc_rt.all_domains_lock);
+  }
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   mgc_rt.participants[n] = d;
   STORE_RELAXED(&mgc_rt.n_participants, n + 1);
+  if (waited >= 2)
+    atomic_fetch_sub(&mgc_rt.joiners_waiting, 1);
   pthread_mutex_unlock(&mgc_rt.all_domains_lock);
 }
 

@@ -397,7 +397,6 @@ struct mgc_dom {
   bool busy_counted;      /* counted in mgc_rt.busy_domains */
   size_t allocated_words; /* major words since the last slice */
   double extra_resources;
-  intptr_t debt; /* unpaid major work (words) */
 
   struct mgc_dom_stats stats;
   struct mgc_histogram pauses;
@@ -427,12 +426,19 @@ struct mgc_runtime {
   struct mgc_dom **participants;
   _Atomic int n_participants; /* read without the lock by fast checks */
   _Atomic(struct mgc_dom *) stw_leader;
+  /* New domains that waited through two sections already: no new section
+     starts until they are in (OCaml 5.3's remedy for spawn starvation). */
+  _Atomic int joiners_waiting;
   _Atomic size_t domains_alive;
   uint64_t next_unique_id;
 
   /* major collector globals, written only inside STW sections */
   _Atomic uint64_t major_cycles;
   _Atomic int busy_domains; /* participants with major work left */
+  /* Pacing (DESIGN §6.10): work owed for everybody's major allocation and
+     work done by anybody, in words; any domain's work pays for all. */
+  _Atomic int64_t work_owed;
+  _Atomic int64_t work_paid;
   _Atomic uint64_t forced_major;
   _Atomic uint64_t compactions;
   _Atomic uint64_t live_words;
@@ -456,6 +462,11 @@ struct mgc_runtime {
   _Atomic(void (*)(mgc_scanning_action, void *)) scan_roots_hook;
 };
 extern struct mgc_runtime mgc_rt;
+
+/* Relaxed: the pacing counters are only compared, never used to order. */
+static inline void mgc_pay_work(intptr_t w) {
+  atomic_fetch_add_explicit(&mgc_rt.work_paid, w, memory_order_relaxed);
+}
 
 extern struct mgc_fast_state mgc_no_domain_state;
 struct mgc_dom *mgc_self_or_fatal(const char *what);

@@ -404,7 +404,7 @@ bool mgc_major_opportunistic_work(void *dom) {
   struct mgc_dom *d = dom;
   if (mgc_major_work_done(d))
     return false;
-  d->debt -= do_work(d, 512);
+  mgc_pay_work(do_work(d, 512));
   return true;
 }
 
@@ -414,40 +414,56 @@ void mgc_major_finish_own_work(struct mgc_dom *d) {
   note_work_state(d);
 }
 
-/* A slice (mutator context).  Automatic slices pay this domain's debt:
-   what it allocated in the major heap since its last slice, converted to
-   work, plus the custom blocks' extra resources.  When the domain has
-   nothing left to do and still owes work, or every domain is done, the
-   cycle ends (in a STW section that finishes what others have left). */
+/* A slice (mutator context).  An automatic slice adds what this domain
+   allocated in the major heap since its last slice, converted to work, plus
+   the custom blocks' extra resources, to the global debt, and works until
+   the debt is paid or it has nothing left; any domain's work pays for all.
+   When the domain has nothing left to do and a debt remains, or every
+   domain is done, the cycle ends (in a STW section that finishes what the
+   others have left). */
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, bool automatic) {
   mgc_call_hook(&mgc_rt.slice_begin_hook);
   mgc_trace_begin(d, "major_slice");
   COUNTER_ADD(&d->stats.major_slices, 1);
   intptr_t budget;
-  if (automatic || work <= 0) {
+  bool paying = automatic || work <= 0;
+  if (paying) {
     double owed = (double)d->allocated_words * work_per_word() +
                   d->extra_resources * total_cycle_work();
     COUNTER_ADD(&d->stats.major_words, d->allocated_words);
     d->allocated_words = 0;
     d->extra_resources = 0;
-    d->debt += (intptr_t)owed;
-    budget = d->debt;
+    int64_t total = atomic_fetch_add_explicit(&mgc_rt.work_owed, (int64_t)owed,
+                                              memory_order_relaxed) +
+                    (int64_t)owed;
+    int64_t debt = total - LOAD_RELAXED(&mgc_rt.work_paid);
+    budget = debt > 0 ? (intptr_t)debt : 0;
   } else {
     budget = work;
   }
-  intptr_t done = budget > 0 ? do_work(d, budget) : 0;
-  if (automatic || work <= 0) {
-    d->debt -= done;
-    if (d->debt < 0)
-      d->debt = 0;
+  /* In chunks, serving stop-the-world requests in between: a slice must
+     not hold the other domains' collections back (DESIGN §6.10). */
+  intptr_t done = 0;
+  while (done < budget) {
+    intptr_t chunk = budget - done < 16384 ? budget - done : 16384;
+    intptr_t w = do_work(d, chunk);
+    done += w;
+    if (paying)
+      mgc_pay_work(w);
+    if (w < chunk)
+      break;
+    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+      mgc_stw_participate(d);
   }
   note_work_state(d);
   bool end_cycle = false;
   if (!d->busy_counted && done < budget) {
     int busy = atomic_load_explicit(&mgc_rt.busy_domains, memory_order_relaxed);
-    intptr_t patience =
-        (intptr_t)(LOAD_RELAXED(&mgc_rt.heap_words) / 8 + d->minor_heap_words);
-    end_cycle = busy == 0 || mgc_single_domain() || d->debt > patience;
+    int64_t debt =
+        LOAD_RELAXED(&mgc_rt.work_owed) - LOAD_RELAXED(&mgc_rt.work_paid);
+    int64_t patience =
+        (int64_t)(LOAD_RELAXED(&mgc_rt.heap_words) / 8 + d->minor_heap_words);
+    end_cycle = busy == 0 || mgc_single_domain() || debt > patience;
   }
   mgc_trace_end(d, "major_slice");
   mgc_call_hook(&mgc_rt.slice_end_hook);
@@ -509,6 +525,8 @@ static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
       atomic_fetch_add_explicit(&mgc_rt.forced_major, 1, memory_order_relaxed);
     mgc_heap_release_free_pools(false);
     STORE_RELAXED(&mgc_rt.busy_domains, n);
+    /* Everything owed for the old cycle was just done, in the section. */
+    STORE_RELAXED(&mgc_rt.work_paid, LOAD_RELAXED(&mgc_rt.work_owed));
     mgc_log(MGC_VERBOSE_MAJOR, "major cycle %llu ends, heap %zu words",
             (unsigned long long)LOAD_RELAXED(&mgc_rt.major_cycles),
             (size_t)LOAD_RELAXED(&mgc_rt.heap_words));
@@ -521,7 +539,6 @@ static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
   if (idx == 0)
     mgc_heap_adopt_orphans(d);
   d->busy_counted = true;
-  d->debt = 0;
   mgc_scan_local_roots(d, darken_action, d);
   if (idx == 0)
     mgc_scan_global_roots(darken_action, d, false);

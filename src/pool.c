@@ -221,7 +221,7 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
     struct pool *p = d->heap.avail[cls];
     if (MGC_UNLIKELY(!p)) {
       /* Sweep a few of this class's unswept pools until one has room
-         (the work counts against this domain's debt), else take a fresh
+         (the work counts as paid), else take a fresh
          pool.  Promotion sweeps at most a few pools per collection, to
          keep the pause short; the next slice sweeps the rest. */
       struct pool *u;
@@ -234,7 +234,7 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
         if (!(u = *list))
           break;
         *list = u->next;
-        d->debt -= sweep_pool(d, u);
+        mgc_pay_work(sweep_pool(d, u));
         if (d->promote_sweeps > 0)
           d->promote_sweeps--;
       }

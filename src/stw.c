@@ -126,10 +126,13 @@ int mgc_try_run_on_all_domains(struct mgc_dom *d, mgc_stw_handler h, void *data,
       sched_yield();
     return 0;
   }
-  if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL) {
+  if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL ||
+      atomic_load(&mgc_rt.joiners_waiting) > 0) {
     pthread_mutex_unlock(&mgc_rt.all_domains_lock);
     if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
       mgc_stw_participate(d);
+    else
+      sched_yield();
     return 0;
   }
   atomic_store_explicit(&mgc_rt.stw_leader, d, memory_order_relaxed);
