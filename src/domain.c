@@ -177,6 +177,11 @@ static void stop_backup(struct mgc_dom *d) {
 
 void mgc_enter_blocking_section(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_enter_blocking_section");
+  pthread_mutex_lock(&d->intr_lock);
+  bool nested = d->backup_state == BACKUP_BLOCKING;
+  pthread_mutex_unlock(&d->intr_lock);
+  MGC_CHECK(!nested,
+            "mgc_enter_blocking_section: already in a blocking section");
   if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
     mgc_stw_participate(d);
   pthread_mutex_unlock(&d->domain_lock);
@@ -189,6 +194,10 @@ void mgc_enter_blocking_section(void) {
 void mgc_leave_blocking_section(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_leave_blocking_section");
   pthread_mutex_lock(&d->intr_lock);
+  if (d->backup_state != BACKUP_BLOCKING) {
+    pthread_mutex_unlock(&d->intr_lock);
+    mgc_fatal("mgc_leave_blocking_section: not in a blocking section");
+  }
   d->backup_state = BACKUP_RUNNING;
   pthread_mutex_unlock(&d->intr_lock);
   /* Waits while the backup thread serves a collection for us. */
