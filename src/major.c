@@ -104,22 +104,25 @@ static void mark_stack_prune(struct mark_stack *ms) {
   ms->count = kept;
 }
 
-static void mark_stack_push(struct mark_stack *ms, mgc_value *start,
-                            mgc_value *end) {
+/* The stack is full (or at the test cap): prune or grow. */
+static void mark_stack_make_room(struct mark_stack *ms) {
+  if (ms->count >= mark_stack_limit())
+    mark_stack_prune(ms);
+  if (ms->count == ms->capacity) {
+    /* Below the limit, or only long ranges left (at most heap/64). */
+    size_t cap = ms->capacity ? ms->capacity * 2 : MARK_STACK_INITIAL;
+    ms->stack = mgc_xrealloc(ms->stack, cap * sizeof *ms->stack, "mark stack");
+    ms->capacity = cap;
+    mgc_log(MGC_VERBOSE_TABLES, "mark stack grown to %zu entries", cap);
+  }
+}
+
+static inline void mark_stack_push(struct mark_stack *ms, mgc_value *start,
+                                   mgc_value *end) {
   if (MGC_UNLIKELY(ms->count == ms->capacity ||
                    (mgc_mark_stack_cap_for_tests &&
-                    ms->count >= mgc_mark_stack_cap_for_tests))) {
-    if (ms->count >= mark_stack_limit())
-      mark_stack_prune(ms);
-    if (ms->count == ms->capacity) {
-      /* Below the limit, or only long ranges left (at most heap/64). */
-      size_t cap = ms->capacity ? ms->capacity * 2 : MARK_STACK_INITIAL;
-      ms->stack =
-          mgc_xrealloc(ms->stack, cap * sizeof *ms->stack, "mark stack");
-      ms->capacity = cap;
-      mgc_log(MGC_VERBOSE_TABLES, "mark stack grown to %zu entries", cap);
-    }
-  }
+                    ms->count >= mgc_mark_stack_cap_for_tests)))
+    mark_stack_make_room(ms);
   ms->stack[ms->count].start = start;
   ms->stack[ms->count].end = end;
   ms->count++;

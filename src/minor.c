@@ -365,6 +365,8 @@ static void mopup(struct promote_ctx *c) {
     mgc_value v = c->todo;
     mgc_value copy = forwarded(v);
     c->todo = MGC_FIELD(copy, 1);
+    /* The next original to scan: its fields are read on the next turn. */
+    __builtin_prefetch((void *)c->todo);
     size_t sz = MGC_WOSIZE_HD(LOAD_RELAXED(HDR_PTR(copy)));
     mgc_value f = MGC_FIELD(copy, 0);
     if (IS_YOUNG_BLOCK(f))

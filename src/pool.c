@@ -394,13 +394,16 @@ void mgc_heap_adopt_orphans(struct mgc_dom *d) {
   d->heap.sweep_cls = 0;
 }
 
-/* STW: gives cached free pools back to the OS, keeping a quarter of the
-   pools in use (or 32) for reuse unless all is set. */
+/* STW: gives cached free pools back to the OS unless all is set, keeping
+   as many as half the pools in use (at least 64): a heap that breathes
+   from one cycle to the next would otherwise unmap and fault the same
+   pages in again every cycle.  Pools kept mapped do not raise the peak
+   RSS: they were in use before. */
 void mgc_heap_release_free_pools(bool all) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  size_t keep = all ? 0 : total_pools_in_use / 4;
-  if (!all && keep < 32)
-    keep = 32;
+  size_t keep = all ? 0 : total_pools_in_use / 2;
+  if (!all && keep < 64)
+    keep = 64;
   size_t released = 0;
   while (free_pool_count > keep) {
     struct free_pool *f = free_pools;
