@@ -49,9 +49,14 @@ $(BUILD)/tests/$(1)/%: tests/%.c $(SRCS) $(HDRS) tests/check.h
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(TFLAGS) $(2) $(SRCS) $$< -o $$@ $$(LDLIBS)
 endef
+# (The sanitizer flags go through variables: a comma inside $(call ...)
+# would split the argument.)
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
+  -fno-sanitize-recover=undefined
+TSAN_FLAGS := -fsanitize=thread
 $(eval $(call test_build,plain,))
-$(eval $(call test_build,asan,-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined))
-$(eval $(call test_build,tsan,-fsanitize=thread))
+$(eval $(call test_build,asan,$$(ASAN_FLAGS)))
+$(eval $(call test_build,tsan,$$(TSAN_FLAGS)))
 
 test-plain: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) $(BUILD)/tests/plain/test_symbols
 	@tests/run.sh plain $(BUILD)/tests/plain $(TEST_NAMES) test_symbols
