@@ -501,7 +501,7 @@ uint64_t mgc_histogram_percentile(const struct mgc_histogram *const *hs,
 void mgc_stats_orphan(struct mgc_dom *d);
 void mgc_stats_print(void);
 int mgc_verify_from_stw(void);
-void mgc_verify_after_collection(struct mgc_dom *d, int idx, int n);
+void mgc_verify_in_stw(struct mgc_dom *d, int idx, int n);
 
 void mgc_trace_begin(struct mgc_dom *d, const char *name);
 void mgc_trace_end(struct mgc_dom *d, const char *name);

@@ -447,7 +447,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_call_hook(&mgc_rt.minor_begin_hook);
   mgc_trace_begin(d, "minor");
 #if MGC_DEBUG >= 3
-  mgc_verify_after_collection(d, idx, n); /* and before, at level 3 */
+  mgc_verify_in_stw(d, idx, n); /* before, at level 3; after, below */
 #endif
   struct promote_ctx c = {d, 0, 0, n > 1};
   word used_from = d->fast.young_ptr;
@@ -494,7 +494,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
-    mgc_verify_after_collection(d, idx, n);
+    mgc_verify_in_stw(d, idx, n);
   mgc_reset_young_limit(d);
 }
 

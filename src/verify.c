@@ -417,13 +417,15 @@ int mgc_verify_from_stw(void) {
   return r;
 }
 
-void mgc_verify_after_collection(struct mgc_dom *d, int idx, int n) {
+/* Inside a minor collection's section (V=1 after it, level 3 also before):
+   one domain verifies while the others wait at the barrier. */
+void mgc_verify_in_stw(struct mgc_dom *d, int idx, int n) {
   (void)d;
   (void)idx;
   if (mgc_stw_barrier_begin(n)) {
     int r = verify_world(false);
     if (r)
-      mgc_fatal("heap verification failed after a minor collection");
+      mgc_fatal("heap verification failed around a minor collection");
     mgc_stw_barrier_release();
   }
 }
