@@ -116,24 +116,25 @@ void mgc_stw_participate(struct mgc_dom *d) {
   run_section(d);
 }
 
+/* We could not lead: if another section wants us, join it (invariant 38);
+   otherwise let the domain that holds things up run. */
+static int not_leading(struct mgc_dom *d) {
+  if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+    mgc_stw_participate(d);
+  else
+    sched_yield();
+  return 0;
+}
+
 int mgc_try_run_on_all_domains(struct mgc_dom *d, mgc_stw_handler h, void *data,
                                void (*leader_setup)(void *)) {
   if (LOAD_ACQUIRE(&mgc_rt.stw_leader) != NULL ||
-      pthread_mutex_trylock(&mgc_rt.all_domains_lock) != 0) {
-    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
-      mgc_stw_participate(d);
-    else
-      sched_yield();
-    return 0;
-  }
+      pthread_mutex_trylock(&mgc_rt.all_domains_lock) != 0)
+    return not_leading(d);
   if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL ||
       atomic_load(&mgc_rt.joiners_waiting) > 0) {
     pthread_mutex_unlock(&mgc_rt.all_domains_lock);
-    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
-      mgc_stw_participate(d);
-    else
-      sched_yield();
-    return 0;
+    return not_leading(d);
   }
   atomic_store_explicit(&mgc_rt.stw_leader, d, memory_order_relaxed);
   struct stw_request *r = &request;
