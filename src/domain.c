@@ -87,7 +87,6 @@ static struct mgc_dom *dom_prepare(int id) {
   if (!d->grey)
     d->grey = mgc_xmalloc(GREY_CAPACITY * sizeof(mgc_value), "grey buffer");
   d->grey_count = 0;
-  d->marking_done = true;
   d->busy_counted = false;
   d->allocated_words = 0;
   d->extra_resources = 0;

@@ -393,7 +393,6 @@ struct mgc_dom {
      prefetching) before this domain's marking can count as done. */
   mgc_value *grey;
   size_t grey_count;
-  bool marking_done;
   bool busy_counted;      /* counted in mgc_rt.busy_domains */
   size_t allocated_words; /* major words since the last slice */
   double extra_resources;

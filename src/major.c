@@ -235,23 +235,6 @@ static void reopen_marking(struct mgc_dom *d) {
   }
 }
 
-void mgc_darken(struct mgc_dom *d, mgc_value v) {
-  if (!MGC_IS_BLOCK(v) || mgc_is_young(v))
-    return;
-  word hd = LOAD_RELAXED(HDR_PTR(v));
-  if (MGC_TAG_HD(hd) == MGC_TAG_INFIX) {
-    v -= (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
-    hd = LOAD_RELAXED(HDR_PTR(v));
-  }
-  if (COLOUR_HD(hd) != mgc_colours.unmarked || !set_marked(v, hd))
-    return;
-  if (MGC_TAG_HD(hd) < MGC_TAG_NO_SCAN && MGC_WOSIZE_HD(hd) > 0) {
-    mark_stack_push(&d->mark, scan_start(v, hd),
-                    (mgc_value *)v + MGC_WOSIZE_HD(hd));
-    reopen_marking(d);
-  }
-}
-
 /* Marks v if it is UNMARKED and pushes its fields; returns the work. */
 static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
                                   word unmarked) {
@@ -267,6 +250,16 @@ static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
     return 1 + (intptr_t)wosize;
   mark_stack_push(&d->mark, scan_start(v, hd), (mgc_value *)v + wosize);
   return 1;
+}
+
+/* Darkens one root (cycle start): marks it and queues its fields. */
+void mgc_darken(struct mgc_dom *d, mgc_value v) {
+  if (!MGC_IS_BLOCK(v) || mgc_is_young(v))
+    return;
+  size_t before = d->mark.count;
+  mark_block(d, v, mgc_colours.unmarked);
+  if (d->mark.count != before)
+    reopen_marking(d);
 }
 
 /* Darkens the values the write barrier buffered, prefetching their headers
