@@ -102,8 +102,8 @@ void mgc_cpu_relax(void);
 void mgc_futex_wait(_Atomic uint32_t *addr, uint32_t expected);
 void mgc_futex_wake_all(_Atomic uint32_t *addr);
 
-/* Wait until *addr != old: spin briefly, then sleep on the futex. */
-void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old);
+/* Wait until *addr != old, doing work(arg) meanwhile when given: spin
+   briefly, then yield, then sleep on the futex. */
 void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
                              bool (*work)(void *), void *arg);
 
@@ -190,7 +190,6 @@ struct mgc_heap {
   struct large *large; /* swept large blocks */
   struct large *unswept_large;
   int sweep_cls;      /* next class the sweeper looks at */
-  size_t pool_count;  /* pools owned */
   size_t large_words; /* words in owned large blocks */
 };
 

@@ -169,14 +169,9 @@ void mgc_futex_wake_all(_Atomic uint32_t *addr) {
    wait for may need it, and a futex sleep would add a wake-up of tens of
    microseconds to the latency of every stop-the-world section), then sleep
    on the futex word.  The acquire loads pair with the release store of
-   whoever changes the word. */
-void mgc_wait_change(_Atomic uint32_t *addr, uint32_t old) {
-  mgc_wait_change_working(addr, old, NULL, NULL);
-}
-
-/* The same, running work(arg) between looks at the word for as long as it
-   reports that it did something (opportunistic GC work while waiting at a
-   barrier, DESIGN §4.2-4.3). */
+   whoever changes the word.  First, work(arg) (when given) runs between
+   looks at the word for as long as it reports that it did something:
+   opportunistic GC work while waiting at a barrier (DESIGN §4.2-4.3). */
 void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
                              bool (*work)(void *), void *arg) {
   if (work)

@@ -183,7 +183,6 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   p->free = head;
   p->live = live;
   if (live == 0) {
-    d->heap.pool_count--;
     pool_release(p);
   } else if (pool_has_room(p)) {
     push_pool(&d->heap.avail[p->cls], p);
@@ -244,7 +243,6 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
         if (!p)
           return NULL;
         pool_init(p, cls, d);
-        d->heap.pool_count++;
         push_pool(&d->heap.avail[cls], p);
       }
     }
@@ -367,7 +365,6 @@ void mgc_heap_orphan(struct mgc_dom *d) {
     orphan_large_words += l->whsize;
   }
   pthread_mutex_unlock(&mgc_rt.pool_lock);
-  d->heap.pool_count = 0;
   d->heap.large_words = 0;
 }
 
@@ -380,7 +377,6 @@ void mgc_heap_adopt_orphans(struct mgc_dom *d) {
     orphan_pools = p->next;
     p->owner = d;
     push_pool(&d->heap.unswept_full[p->cls], p);
-    d->heap.pool_count++;
   }
   while (orphan_large) {
     struct large *l = orphan_large;
