@@ -284,9 +284,13 @@ void mgc_grey_drain(struct mgc_dom *d) {
    whole (large ones in chunks); each child found goes through a small ring
    after a prefetch of its header, so that several cache misses are in
    flight at once, and is marked (its fields pushed as a range) when it
-   leaves the ring.  Field reads are relaxed atomic loads: a mutator of
-   another domain may store into the field at the same time (mgc_modify's
-   release store). */
+   leaves the ring.  Field reads are acquire loads: a mutator of another
+   domain may store into the field at the same time (mgc_modify's release
+   store), and during a minor collection a promoter may rewrite a
+   remembered field with the address of a copy (release store): acquiring
+   the field orders our reads of the copy's header, and of the infix header
+   an infix pointer steps back over, after their writes (Note [publishing
+   copies] in minor.c).  On x86 an acquire load is a plain load. */
 #define MARK_RING 16
 #define MARK_CHUNK 1024
 
@@ -305,7 +309,7 @@ static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
       }
       work += e.end - e.start;
       for (mgc_value *p = e.start; p < e.end; p++) {
-        mgc_value v = (mgc_value)LOAD_RELAXED(AWORD(p));
+        mgc_value v = (mgc_value)LOAD_ACQUIRE(AWORD(p));
         if (!MGC_IS_BLOCK(v) || mgc_is_young(v))
           continue;
         if (tail - head == MARK_RING)

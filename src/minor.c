@@ -203,7 +203,35 @@ struct promote_ctx {
    reads the original's fields 1.. and scans them; nobody reads a copy made
    by another domain before the end barrier except its header (invariant
    18): the copy's field 1 holds a todo link until mop-up.  With a single
-   participant, plain stores suffice. */
+   participant, plain stores suffice.
+
+   Note [publishing copies]
+   A domain that has finished promoting waits at the end barrier doing
+   opportunistic marking (mgc_major_opportunistic_work) while others still
+   promote.  Its marker may read a remembered slot of an old block just
+   after a promoter rewrote it with the address of a copy, and then read
+   what that address needs: the copy's header and, for an infix pointer
+   (copy + offset), the infix header inside the copy, to step back to the
+   closure.  So everything a marker may read of a copy is written before
+   the copy's address can be seen:
+   - the copy's header is written when it is allocated, and for a closure
+     the part before its start of environment (code pointers, closure info,
+     infix headers: never young, never changed by a collection) is copied
+     from the original before the forwarding pointer is installed;
+     mop-up starts after that part (it only restores field 1, which held
+     the todo link and which no marker reads: copies are born MARKED and
+     are never scanned, invariant 19);
+   - the winner's release store of header 0 orders those writes before
+     any loser's acquire of header 0, so a loser that publishes the
+     winner's address publishes it after them too;
+   - a rewritten remembered slot is stored with release order
+     (promote_remembered) and the marker loads fields with acquire order
+     (mark() in major.c), so the marker's reads of the header and infix
+     header happen after their writes.
+   The other fields of a copy are written by mop-up with plain stores and
+   read by nobody else before the end barrier (invariant 18).  Readers of
+   copies that run after the end barrier (custom table, verifier, the
+   cycle end) are ordered by the barrier itself. */
 static inline word young_header(struct promote_ctx *c, mgc_value v) {
   if (!c->parallel)
     return LOAD_RELAXED(HDR_PTR(v));
@@ -280,6 +308,23 @@ static unsigned target_tag(struct promote_ctx *c, mgc_value f) {
   return MGC_TAG_HD(hd);
 }
 
+/* The fields of a closure before its start of environment (clamped to its
+   size): code pointers, closure info and infix headers. */
+static inline size_t closure_env_start(mgc_value closure, size_t sz) {
+  size_t start = MGC_CLOSINFO_STARTENV(MGC_FIELD(closure, 1));
+  return start < sz ? start : sz;
+}
+
+/* Copies fields 1 .. start of environment - 1 of the young closure v into
+   its copy before the copy is published, so that an infix header is in
+   place before anyone can step back over it (Note [publishing copies]).
+   The original's fields 1.. are not written during a collection. */
+static void copy_closure_prefix(mgc_value copy, mgc_value v, size_t sz) {
+  size_t start = closure_env_start(v, sz);
+  for (size_t i = 1; i < start; i++)
+    MGC_FIELD(copy, i) = MGC_FIELD(v, i);
+}
+
 /* Promotes the young block v and returns its new address (DESIGN §5.2).
    One-field blocks and non-shortcut Forward chains continue in a loop into
    the copy's field 0; larger scanned blocks go on the todo list, threaded
@@ -309,13 +354,15 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
     if (tag < MGC_TAG_INFIX) {
       copy = alloc_copy(c, sz, hd);
       mgc_value f0 = (mgc_value)LOAD_RELAXED(AWORD(v));
+      MGC_FIELD(copy, 0) = f0;
+      if (tag == MGC_TAG_CLOSURE)
+        copy_closure_prefix(copy, v, sz);
       if (!install_forward(c, v, hd, copy, &winner)) {
         make_filler(copy, sz);
         *slot = winner + off;
         return first;
       }
       *slot = copy + off;
-      MGC_FIELD(copy, 0) = f0;
       if (sz > 1 && tag != MGC_TAG_CONT) {
         MGC_FIELD(copy, 1) = c->todo;
         c->todo = v;
@@ -367,12 +414,22 @@ static void mopup(struct promote_ctx *c) {
     c->todo = MGC_FIELD(copy, 1);
     /* The next original to scan: its fields are read on the next turn. */
     __builtin_prefetch((void *)c->todo);
-    size_t sz = MGC_WOSIZE_HD(LOAD_RELAXED(HDR_PTR(copy)));
-    mgc_value f = MGC_FIELD(copy, 0);
-    if (IS_YOUNG_BLOCK(f))
-      MGC_FIELD(copy, 0) = promote(c, f);
-    for (size_t i = 1; i < sz; i++) {
-      f = MGC_FIELD(v, i);
+    word hd = LOAD_RELAXED(HDR_PTR(copy));
+    size_t sz = MGC_WOSIZE_HD(hd);
+    size_t i = 1;
+    if (MGC_TAG_HD(hd) == MGC_TAG_CLOSURE && closure_env_start(v, sz) >= 2) {
+      /* The prefix is in place already (copy_closure_prefix); only the
+         closure info in field 1, overwritten by the todo link, is
+         restored.  Field 0 is a code pointer. */
+      MGC_FIELD(copy, 1) = MGC_FIELD(v, 1);
+      i = closure_env_start(v, sz);
+    } else {
+      mgc_value f = MGC_FIELD(copy, 0);
+      if (IS_YOUNG_BLOCK(f))
+        MGC_FIELD(copy, 0) = promote(c, f);
+    }
+    for (; i < sz; i++) {
+      mgc_value f = MGC_FIELD(v, i);
       MGC_FIELD(copy, i) = IS_YOUNG_BLOCK(f) ? promote(c, f) : f;
     }
   }
@@ -404,8 +461,11 @@ static void promote_remembered(struct promote_ctx *c, int idx, int n,
         __builtin_prefetch(e[k + 16], 1);
       aword *slot = AWORD(e[k]);
       mgc_value v = (mgc_value)LOAD_RELAXED(slot);
+      /* Release: a marker of another domain may load this slot (acquire)
+         and read the copy's header and infix header (Note [publishing
+         copies]). */
       if (IS_YOUNG_BLOCK(v))
-        STORE_RELAXED(slot, (word)promote(c, v));
+        STORE_RELEASE(slot, (word)promote(c, v));
     }
   }
 }

@@ -20,6 +20,7 @@
 
 #define SEED 777001u
 #define NSLOTS 8
+#define W_SLOT NSLOTS /* B's young block w, for the others */
 #define MAXSIZE 6
 
 /* Roles, as domain indexes in the lockstep. */
@@ -29,7 +30,7 @@
 #define NDOM 3
 
 static mgc_value g_shared =
-    MGC_UNIT; /* classic root: old block of NSLOTS slots */
+    MGC_UNIT; /* classic root: old block of NSLOTS + 1 slots */
 static struct mt_barrier bar;
 static uint64_t seed;
 static long iterations;
@@ -145,14 +146,16 @@ static mgc_value cross_body(mgc_value arg) {
     }
     /* Some garbage of our own, so that the minor heaps are not empty. */
     junk = make_block(-it, 1 + it % MAXSIZE);
-    /* Published after the last allocation: a collection moves w, and only
-       the rooted copy is updated. */
+    /* Published in the heap, where collections update it: another
+       domain's allocation may still start a collection while B polls at
+       the barrier, and a copy of w kept outside the heap would then be
+       stale. */
     if (self == DOM_B)
-      atomic_store_explicit(&seen[DOM_B], (uintptr_t)w, memory_order_relaxed);
+      mgc_modify(&MGC_FIELD(g_shared, W_SLOT), w);
     mt_barrier_wait(&bar);
     /* Step 3: one domain forces the collection, the others poll. */
     if (self != DOM_B)
-      w = (mgc_value)atomic_load_explicit(&seen[DOM_B], memory_order_relaxed);
+      w = MGC_FIELD(g_shared, W_SLOT);
     if (self == p.collector)
       force(p.kind);
     mt_barrier_wait(&bar);
@@ -184,8 +187,8 @@ static void run(void) {
   mgc_domain *d[NDOM];
   long young_b = 0;
   int i;
-  g_shared = mgc_alloc_shr(NSLOTS, 0);
-  for (i = 0; i < NSLOTS; i++)
+  g_shared = mgc_alloc_shr(NSLOTS + 1, 0);
+  for (i = 0; i <= NSLOTS; i++)
     mgc_initialize(&MGC_FIELD(g_shared, i), MGC_UNIT);
   iterations = test_scale(20000);
   mt_barrier_init(&bar, NDOM);
