@@ -7,7 +7,8 @@
  * downwards; the inline fast paths below read the calling thread's domain
  * state through one thread-local pointer.
  *
- * Contract: ../shared/API.md.  Everything not declared here is internal.
+ * Everything not declared here is internal; docs/HACKING.md has the debug
+ * recipes.
  * The header is the same for every debug level of the library.
  */
 #ifndef MGC_H
@@ -144,6 +145,9 @@ typedef struct mgc_params {
   unsigned custom_major_ratio;  /* M: default 44 (% of major heap) */
   unsigned custom_minor_ratio;  /* m: default 100 (% of minor heap) */
   size_t custom_minor_max_size; /* n: default 70000 bytes */
+  int manual_finalisers;        /* F: 1 = finalisers run only when
+                                   mgc_run_finalisers is called (see
+                                   Finalisers); default 0 */
 } mgc_params;
 
 /* Verbose mask bits (v=). */
@@ -152,6 +156,7 @@ typedef struct mgc_params {
 #define MGC_VERBOSE_HEAP 0x004   /* heap growth and shrinking */
 #define MGC_VERBOSE_TABLES 0x008 /* table and mark-stack resizing */
 #define MGC_VERBOSE_PARAMS 0x020 /* parameters */
+#define MGC_VERBOSE_FINAL 0x080  /* finaliser calls */
 #define MGC_VERBOSE_STATS 0x400  /* statistics at shutdown */
 
 MGC_API void mgc_params_default(mgc_params *p);
@@ -370,7 +375,13 @@ MGC_API mgc_domain *mgc_domain_spawn(mgc_value (*body)(mgc_value arg),
                                      mgc_value arg);
 /* Waits for the domain, returns body's result (kept alive until now). */
 MGC_API mgc_value mgc_domain_join(mgc_domain *d);
+/* The calling domain's id: unique for the life of the process, never
+   reused after its domain terminates (as OCaml's Domain.self); domain 0 is
+   the first.  -1 on a thread that is not a domain. */
 MGC_API int mgc_domain_self(void);
+/* The calling domain's slot, in [0, max_domains): reused by a later domain
+   once this one has terminated.  -1 on a thread that is not a domain. */
+MGC_API int mgc_domain_index(void);
 
 MGC_API void mgc_poll_slow(void);
 /* A safepoint for loops that do not allocate. */
@@ -387,6 +398,94 @@ MGC_API void mgc_enter_blocking_section(void);
 MGC_API void mgc_leave_blocking_section(void);
 
 /* ------------------------------------------------------------------------ */
+/* Weak values                                                              */
+/* ------------------------------------------------------------------------ */
+
+/* An ephemeron with n keys is an MGC_TAG_ABSTRACT block of 2 + n words in
+   the major heap (OCaml 5.2's layout): field 0 belongs to the collector,
+   field MGC_EPHE_DATA_OFFSET is the data, keys start at MGC_EPHE_FIRST_KEY;
+   an empty slot holds MGC_EPHE_NONE.  The data is kept alive only while
+   the ephemeron and every key are alive; when a key dies, its slot and the
+   data are emptied.  Keys and data may be immediates (always alive) or any
+   block, young or old, of any domain.  A weak array is an ephemeron whose
+   data is never set.  Read and write the slots only with the calls below
+   (they cooperate with the collector; a direct store is a bug).  Every
+   call may be made from any domain; none of them allocates except the
+   creators, and none collects.  Misuse (not an ephemeron, an index out of
+   range, a size of 0 or beyond MGC_EPHE_MAX_KEYS) goes to the fatal
+   handler with a message naming the call. */
+#define MGC_EPHE_DATA_OFFSET 1
+#define MGC_EPHE_FIRST_KEY 2
+#define MGC_EPHE_MAX_KEYS (MGC_MAX_WOSIZE - MGC_EPHE_FIRST_KEY)
+/* The empty slot: a static block, never a valid key or data. */
+extern MGC_API const mgc_header mgc_ephe_none_block[2];
+#define MGC_EPHE_NONE ((mgc_value)&mgc_ephe_none_block[1])
+
+/* A new ephemeron with nkeys empty keys and no data (in the major heap;
+   may start a collection's work, never moves other values). */
+MGC_API mgc_value mgc_ephe_create(size_t nkeys);
+MGC_API size_t mgc_ephe_num_keys(mgc_value e);
+/* k = MGC_EPHE_NONE empties the slot, as unset does. */
+MGC_API void mgc_ephe_set_key(mgc_value e, size_t i, mgc_value k);
+MGC_API void mgc_ephe_unset_key(mgc_value e, size_t i);
+/* 1 and *out = the key (out may be NULL) when the slot is full; the key
+   is then kept alive by the caller like any value it holds. */
+MGC_API int mgc_ephe_get_key(mgc_value e, size_t i, mgc_value *out);
+/* 1 when the slot is full; unlike get, keeps nothing alive. */
+MGC_API int mgc_ephe_check_key(mgc_value e, size_t i);
+MGC_API void mgc_ephe_set_data(mgc_value e, mgc_value d);
+MGC_API void mgc_ephe_unset_data(mgc_value e);
+MGC_API int mgc_ephe_get_data(mgc_value e, mgc_value *out);
+MGC_API int mgc_ephe_check_data(mgc_value e);
+/* Copies keys [si, si + len) of src to [di, di + len) of dst (overlap
+   allowed), or the data of src to dst: OCaml's Weak.blit and
+   Ephemeron blit_data. */
+MGC_API void mgc_ephe_blit_keys(mgc_value src, size_t si, mgc_value dst,
+                                size_t di, size_t len);
+MGC_API void mgc_ephe_blit_data(mgc_value src, mgc_value dst);
+
+/* Weak arrays: n slots, each a key of an ephemeron without data. */
+MGC_API mgc_value mgc_weak_create(size_t n);
+MGC_API size_t mgc_weak_length(mgc_value w);
+MGC_API void mgc_weak_set(mgc_value w, size_t i, mgc_value v);
+MGC_API void mgc_weak_unset(mgc_value w, size_t i);
+MGC_API int mgc_weak_get(mgc_value w, size_t i, mgc_value *out);
+MGC_API int mgc_weak_check(mgc_value w, size_t i);
+
+/* ------------------------------------------------------------------------ */
+/* Finalisers                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* f(v, data) is called once, when v first becomes unreachable (OCaml's
+   Gc.finalise); v stays alive until f returns and longer if f stores it.
+   v is then a major block: root it (MGC_PARAM1) if f allocates and uses it
+   afterwards. */
+typedef void (*mgc_finaliser)(mgc_value v, void *data);
+MGC_API void mgc_finalise(mgc_value v, mgc_finaliser f, void *data);
+/* f(data) is called once, after v is dead (OCaml's Gc.finalise_last). */
+MGC_API void mgc_finalise_last(mgc_value v, void (*f)(void *data), void *data);
+/* v must be a block of the heap (young or major, not an atom or a static
+   block) and not a Lazy, Forcing or Forward block; a value may be given
+   several finalisers.  Finalisers run on the domain that registered them
+   (a terminated domain's are adopted by another), at a safepoint outside
+   the collector: an allocation that takes the slow path, mgc_poll, the end
+   of mgc_minor_collection / mgc_major_slice / mgc_major_collection /
+   mgc_full_major / mgc_compact, or mgc_run_finalisers; one at a time per
+   domain (one that allocates, collects, registers finalisers or spawns
+   domains works).  Order: those found dead together run in the reverse
+   order of their registration; earlier findings run first; a value's
+   first-kind finaliser runs before its last-kind one.  With the parameter
+   F=1 (manual_finalisers) they run only in mgc_run_finalisers, and the
+   pending hook is called (on the domain's thread, at its next safepoint)
+   when some become due; mgc_shutdown runs none. */
+MGC_API void mgc_run_finalisers(void);
+/* 1 when the calling domain has finalisers waiting to run. */
+MGC_API int mgc_finalisers_pending(void);
+/* Called once per batch of due finalisers in manual mode; must not
+   allocate (set a flag, then call mgc_run_finalisers later); NULL removes. */
+MGC_API void mgc_set_finalisers_pending_hook(void (*hook)(void));
+
+/* ------------------------------------------------------------------------ */
 /* Collection control and statistics                                        */
 /* ------------------------------------------------------------------------ */
 
@@ -396,7 +495,10 @@ MGC_API void mgc_major_slice(intptr_t work);
 /* Finish the major cycle under way. */
 MGC_API void mgc_major_collection(void);
 /* Empty the minor heaps, then collect until every block that was dead at the
-   call has been freed. */
+   call has been freed: when it returns, every ephemeron key and weak slot
+   whose value was unreachable at the call is empty, and every finaliser of
+   such a value registered by the calling domain has run (other domains run
+   theirs at their next safepoint). */
 MGC_API void mgc_full_major(void);
 /* A full major, then every free pool is given back to the OS (blocks are
    not moved yet). */
@@ -425,6 +527,11 @@ typedef struct mgc_stats {
   uint64_t stw_latency_p99_ns;
   uint64_t remset_overflows; /* minor GCs requested by a full table */
   uint64_t domains;          /* domains alive now */
+  /* The major collector's stop-the-world pauses, per domain: phase changes
+     and cycle ends (a cycle end's minor collection is counted as a minor
+     pause, not here). */
+  uint64_t major_stw_pause_max_ns;
+  uint64_t major_stw_pause_p99_ns;
 } mgc_stats;
 
 /* Never forces a collection.  Summed over all domains. */

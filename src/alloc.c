@@ -206,9 +206,14 @@ mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes, size_t mem,
       e->max = max;
     }
     if (mem) {
-      double max_minor = (double)d->minor_heap_words * WORD / 100.0 *
-                         mgc_rt.params.custom_minor_ratio;
-      d->extra_minor_resources += (double)mem / max_minor;
+      /* The minor heap's share (OCaml's alloc_custom_gen): mem / max of a
+         minor collection, or with max = 0 relative to the minor heap (the
+         m parameter); a whole one requests a minor collection. */
+      double max_minor = max ? (double)max
+                             : (double)d->minor_heap_words * WORD / 100.0 *
+                                   mgc_rt.params.custom_minor_ratio;
+      d->extra_minor_resources +=
+          (double)(mem < max_minor ? mem : max_minor) / max_minor;
       if (d->extra_minor_resources > 1.0)
         mgc_request_minor(d);
     }

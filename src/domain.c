@@ -46,6 +46,11 @@ struct mgc_dom *mgc_self_or_fatal(const char *what) {
 
 int mgc_domain_self(void) {
   struct mgc_fast_state *s = mgc_tls_state;
+  return s == &mgc_no_domain_state ? -1 : ((struct mgc_dom *)s)->unique_id;
+}
+
+int mgc_domain_index(void) {
+  struct mgc_fast_state *s = mgc_tls_state;
   return s == &mgc_no_domain_state ? -1 : ((struct mgc_dom *)s)->id;
 }
 
@@ -80,6 +85,7 @@ static struct mgc_dom *dom_prepare(int id) {
   d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
   mgc_table_init(&d->major_ref, sizeof(mgc_value *));
   mgc_table_init(&d->custom, sizeof(struct custom_entry));
+  mgc_table_init(&d->ephe_ref, sizeof(struct ephe_ref_entry));
   d->extra_minor_resources = 0;
   atomic_store(&d->interrupt_pending, 0);
   memset(&d->heap, 0, sizeof d->heap);
@@ -87,11 +93,16 @@ static struct mgc_dom *dom_prepare(int id) {
   if (!d->grey)
     d->grey = mgc_xmalloc(GREY_CAPACITY * sizeof(mgc_value), "grey buffer");
   d->grey_count = 0;
-  d->busy_counted = false;
+  d->sweeping_done = d->marking_done = true;
+  memset(&d->ephe, 0, sizeof d->ephe);
+  mgc_final_info_free(d->final);
+  d->final = mgc_final_info_new();
+  atomic_store(&d->slice_epoch, 0);
   d->allocated_words = 0;
   d->extra_resources = 0;
   memset(&d->stats, 0, sizeof d->stats);
   memset(&d->pauses, 0, sizeof d->pauses);
+  memset(&d->major_pauses, 0, sizeof d->major_pauses);
   d->backup_state = BACKUP_RUNNING;
   d->has_backup = false;
   d->terminating = false;
@@ -101,6 +112,9 @@ static struct mgc_dom *dom_prepare(int id) {
 static void dom_release_memory(struct mgc_dom *d) {
   mgc_table_free(&d->major_ref);
   mgc_table_free(&d->custom);
+  mgc_table_free(&d->ephe_ref);
+  mgc_final_info_free(d->final);
+  d->final = NULL;
   mgc_mark_stack_free(&d->mark);
   mgc_minor_heap_decommit(d);
 }
@@ -115,6 +129,7 @@ static void join_participants(struct mgc_dom *d) {
     pthread_cond_wait(&mgc_rt.all_domains_cond, &mgc_rt.all_domains_lock);
   }
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  mgc_major_domain_join(d);
   mgc_rt.participants[n] = d;
   STORE_RELAXED(&mgc_rt.n_participants, n + 1);
   if (waited >= 2)
@@ -126,6 +141,15 @@ static void join_participants(struct mgc_dom *d) {
 /* Backup threads and blocking sections                                     */
 /* ------------------------------------------------------------------------ */
 
+/* Work the backup thread does for its blocked domain: a STW request, or
+   a global slice request (DESIGN §4.2: after serving a section, a
+   participant polls GC work, so that a blocked domain's slice is run). */
+static bool backup_has_work(struct mgc_dom *d) {
+  return atomic_load_explicit(&d->interrupt_pending, memory_order_acquire) ||
+         atomic_load_explicit(&d->slice_epoch, memory_order_relaxed) <
+             atomic_load(&mgc_rt.slice_epoch);
+}
+
 static void *backup_main(void *arg) {
   struct mgc_dom *d = arg;
   mgc_domain_set_self(d);
@@ -133,12 +157,13 @@ static void *backup_main(void *arg) {
   for (;;) {
     if (d->backup_state == BACKUP_TERMINATE)
       break;
-    if (d->backup_state == BACKUP_BLOCKING &&
-        atomic_load_explicit(&d->interrupt_pending, memory_order_acquire)) {
+    if (d->backup_state == BACKUP_BLOCKING && backup_has_work(d)) {
       pthread_mutex_unlock(&d->intr_lock);
       if (pthread_mutex_trylock(&d->domain_lock) == 0) {
         if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
           mgc_stw_participate(d);
+        /* Never finalisers: they run on the domain's own thread. */
+        mgc_poll_gc_work(d);
         pthread_mutex_unlock(&d->domain_lock);
       } else {
         /* The domain is coming back and will serve the interrupt. */
@@ -247,8 +272,11 @@ int mgc_init(const mgc_params *given) {
   mgc_rt.participants =
       mgc_xcalloc(p.max_domains, sizeof *mgc_rt.participants, "domains");
   mgc_stw_init(p.max_domains);
+  mgc_major_init();
   struct mgc_dom *d = dom_prepare(0);
   d->in_use = true;
+  d->unique_id = mgc_rt.next_unique_id++;
+  mgc_major_domain_join(d);
   if ((r = mgc_minor_heap_commit(d, p.minor_heap_words)) != 0) {
     fprintf(stderr, "mgc: cannot commit the minor heap\n");
     return r;
@@ -293,9 +321,12 @@ void mgc_shutdown(void) {
     pthread_mutex_destroy(&s->intr_lock);
     pthread_cond_destroy(&s->intr_cond);
     free(s->grey);
+    mgc_final_info_free(s->final);
     free(s);
   }
   mgc_heap_teardown();
+  mgc_final_teardown();
+  mgc_ephe_teardown();
   mgc_global_roots_teardown();
   mgc_minor_arena_free();
   mgc_stw_teardown();
@@ -328,13 +359,13 @@ struct mgc_domain {
 static void domain_terminate(struct mgc_dom *d) {
   d->terminating = true;
   for (;;) {
-    mgc_major_finish_own_work(d);
-    mgc_empty_minor_heaps(d);
+    mgc_major_domain_terminate(d);
     pthread_mutex_lock(&mgc_rt.all_domains_lock);
     if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL ||
-        atomic_load(&d->interrupt_pending) || !mgc_major_work_done(d) ||
-        d->fast.young_ptr != d->young_end || d->busy_counted ||
-        mgc_table_count(&d->major_ref) != 0) {
+        atomic_load(&d->interrupt_pending) || !mgc_major_domain_done(d) ||
+        d->fast.young_ptr != d->young_end ||
+        mgc_table_count(&d->major_ref) != 0 ||
+        mgc_table_count(&d->ephe_ref) != 0) {
       pthread_mutex_unlock(&mgc_rt.all_domains_lock);
       if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
         mgc_stw_participate(d);
@@ -426,6 +457,7 @@ mgc_domain *mgc_domain_spawn(mgc_value (*body)(mgc_value arg), mgc_value arg) {
   }
   struct mgc_dom *d = dom_prepare(id);
   d->in_use = true;
+  d->unique_id = mgc_rt.next_unique_id++;
   atomic_fetch_add(&mgc_rt.domains_alive, 1);
   pthread_mutex_unlock(&mgc_rt.all_domains_lock);
 

@@ -149,6 +149,13 @@ struct custom_entry {
   size_t max;
 };
 
+/* An ephemeron-table entry: a field of an old ephemeron that was given a
+   young value (DESIGN §3.4). */
+struct ephe_ref_entry {
+  mgc_value ephe;
+  size_t offset;
+};
+
 /* ------------------------------------------------------------------------ */
 /* pool.c: the shared heap (DESIGN §6.1, §6.6)                              */
 /* ------------------------------------------------------------------------ */
@@ -252,22 +259,137 @@ struct mgc_colours {
 };
 extern struct mgc_colours mgc_colours;
 
+/* The phases of a major cycle (DESIGN §6.7), changed only inside a STW
+   section by the last domain to arrive at its barrier (invariant 31). */
+enum mgc_phase {
+  PHASE_MARK_MAIN,  /* sweep, mark, ephemeron rounds, adopt orphans */
+  PHASE_MARK_FINAL, /* first-kind finalisers found, marking finishes */
+  PHASE_SWEEP_EPHE  /* ephemerons cleaned, last-kind finalisers found */
+};
+
+/* Per-cycle countdowns (invariant 32), reset at each cycle start to the
+   number of participants, each decremented at most once per domain per
+   cycle, except to_mark which a darkening may raise again. */
+struct mgc_cycle_counts {
+  _Atomic intptr_t to_sweep;
+  _Atomic intptr_t to_mark;
+  _Atomic intptr_t to_ephe_sweep;
+  _Atomic intptr_t to_final_first;
+  _Atomic intptr_t to_final_last;
+  _Atomic intptr_t orphaning_finalisers;
+  _Atomic int global_roots_started;
+};
+
+static inline void mgc_count_down(_Atomic intptr_t *c) {
+  /* Relaxed: the counts are read only to decide whether a phase may end,
+     and that decision is taken again inside a STW section, after barriers
+     that order every domain's writes. */
+  intptr_t was = atomic_fetch_sub_explicit(c, 1, memory_order_relaxed);
+  if (was <= 0)
+    mgc_fatal("a cycle countdown went below zero");
+}
+
 void mgc_darken(struct mgc_dom *d, mgc_value v);
 #define GREY_CAPACITY 1024
 void mgc_grey_drain(struct mgc_dom *d);
 
-void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, bool automatic);
+/* How a slice is run: paid by allocation and interruptible; with a given
+   budget (explicit calls); or inside a STW section whose participants
+   change phases at barriers instead of starting sections of their own. */
+enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
+void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
-bool mgc_major_work_done(struct mgc_dom *d);
-void mgc_major_finish_own_work(struct mgc_dom *d);
 bool mgc_major_opportunistic_work(void *dom);
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
 void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
+/* Global state of the cycle, read by the ephemeron and finaliser code. */
+enum mgc_phase mgc_gc_phase(void);
+bool mgc_is_unmarked(mgc_value v); /* a major block, infix resolved */
+void mgc_major_domain_join(struct mgc_dom *d);      /* under the lock */
+void mgc_major_domain_terminate(struct mgc_dom *d); /* loop body */
+bool mgc_major_domain_done(struct mgc_dom *d);
+void mgc_request_global_slices(struct mgc_dom *self);
+void mgc_major_init(void);
 /* White-box test knob: cap the mark stack at this many entries (0 = the
    normal rule). */
 extern size_t mgc_mark_stack_cap_for_tests;
 extern _Atomic size_t mgc_mark_stack_prunes; /* how often (tests) */
+
+/* ------------------------------------------------------------------------ */
+/* weak.c: ephemerons and weak arrays (DESIGN §3.4, §6.8)                   */
+/* ------------------------------------------------------------------------ */
+
+/* A domain's ephemerons, linked through field 0 (0 ends a list).  todo:
+   still to be examined in this cycle's ephemeron rounds (data not yet
+   known to be alive); live: found alive, or created this cycle.  Touched
+   only by the domain (or its backup thread). */
+struct mgc_ephe_info {
+  mgc_value todo;
+  mgc_value live;
+  uint64_t round;        /* the last round this domain completed a pass of */
+  uint64_t cursor_round; /* the round of the pass cursor belongs to */
+  mgc_value *cursor;     /* the link where that pass resumes */
+  bool must_sweep;       /* PHASE_SWEEP_EPHE: live still to join todo */
+};
+
+typedef void (*mgc_root_action)(void *ctx, mgc_value v, mgc_value *slot);
+
+void mgc_ephe_init(void);
+void mgc_ephe_teardown(void);
+/* Marking: one step of this domain's ephemeron rounds; returns the work
+   done and sets *reopened when it darkened data (marking must go on). */
+intptr_t mgc_ephe_mark_step(struct mgc_dom *d, intptr_t budget, bool *reopened);
+void mgc_ephe_marking_drained(void); /* a domain's marking just ended */
+bool mgc_ephe_marking_stable(void);
+intptr_t mgc_ephe_sweep_step(struct mgc_dom *d, intptr_t budget);
+bool mgc_ephe_sweep_pending(struct mgc_dom *d);
+int mgc_ephe_start_sweep_phase(struct mgc_dom **parts, int n); /* single */
+void mgc_ephe_cycle_reset(int n);                              /* single */
+void mgc_ephe_cycle_start(struct mgc_dom *d);
+void mgc_ephe_orphan(struct mgc_dom *d);
+void mgc_ephe_adopt(struct mgc_dom *d);
+bool mgc_ephe_no_orphans(void);
+/* Minor collection: promote the young values of d's ephemeron table. */
+void mgc_ephe_scan_young(struct mgc_dom *d, mgc_root_action f, void *ctx);
+/* Verifier: every ephemeron of d's lists (and of the orphan list). */
+void mgc_ephe_for_each(struct mgc_dom *d, void (*f)(void *, mgc_value),
+                       void *ctx);
+void mgc_ephe_for_each_orphan(void (*f)(void *, mgc_value), void *ctx);
+bool mgc_is_ephemeron_block(mgc_value v);
+
+/* ------------------------------------------------------------------------ */
+/* final.c: finalisers (DESIGN §6.9)                                        */
+/* ------------------------------------------------------------------------ */
+
+struct mgc_final_info;
+struct mgc_final_info *mgc_final_info_new(void);
+void mgc_final_info_free(struct mgc_final_info *f);
+void mgc_final_init(void);
+void mgc_final_teardown(void);
+/* Minor collection: first-kind young values are roots (invariant 22). */
+void mgc_final_scan_young(struct mgc_dom *d, mgc_root_action f, void *ctx);
+/* After the end barrier: dead young last-kind values (invariant 23). */
+void mgc_final_after_minor(struct mgc_dom *d);
+/* Major: the values waiting for their finaliser are roots. */
+void mgc_final_scan_roots(struct mgc_dom *d, mgc_root_action f, void *ctx);
+bool mgc_final_update_first(struct mgc_dom *d); /* true: done just now */
+bool mgc_final_update_last(struct mgc_dom *d);
+void mgc_final_cycle_start(struct mgc_dom *d);
+bool mgc_final_has_any(struct mgc_dom *d);
+void mgc_final_orphan(struct mgc_dom *d);
+void mgc_final_adopt(struct mgc_dom *d);
+bool mgc_final_no_orphans(void);
+bool mgc_final_pending(struct mgc_dom *d);
+bool mgc_final_wants_safepoint(struct mgc_dom *d);
+void mgc_final_run_at_safepoint(struct mgc_dom *d);
+void mgc_final_join(struct mgc_dom *d); /* a new domain: nothing to examine */
+bool mgc_final_settled(struct mgc_dom *d); /* both updates counted */
+/* Verifier: every value of d's tables; queued says whether it waits for
+   its finaliser (a root) or is only watched. */
+void mgc_final_for_each(struct mgc_dom *d,
+                        void (*f)(void *, mgc_value, bool queued, bool old),
+                        void *ctx);
 
 /* ------------------------------------------------------------------------ */
 /* minor.c: minor heaps, allocation slow path, promotion (DESIGN §2, §5)     */
@@ -295,7 +417,6 @@ extern _Atomic uint64_t mgc_minor_gcs_started;
 /* roots.c: local, global and generational roots, scan hook                  */
 /* ------------------------------------------------------------------------ */
 
-typedef void (*mgc_root_action)(void *ctx, mgc_value v, mgc_value *slot);
 void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx);
 void mgc_scan_global_roots(mgc_root_action f, void *ctx, bool minor);
 void mgc_global_roots_young_to_old(void);
@@ -328,6 +449,7 @@ void mgc_stw_barrier(int n);
    own (only at barriers where no domain changes global GC state). */
 void mgc_stw_barrier_working(int n, struct mgc_dom *d);
 void mgc_stw_interrupt(struct mgc_dom *target);
+void mgc_domain_interrupt(struct mgc_dom *target);
 void mgc_stw_participate(struct mgc_dom *d);
 bool mgc_stw_in_progress(void);
 void mgc_stw_init(size_t max_domains);
@@ -364,8 +486,8 @@ struct mgc_dom_stats {
    while the domain sits in a blocking section. */
 struct mgc_dom {
   struct mgc_fast_state fast; /* first: read by the inline fast paths */
-  int id;                     /* slot index; domain_self */
-  uint64_t unique_id;
+  int id;                     /* slot index (mgc_domain_index) */
+  int unique_id;              /* never reused (mgc_domain_self) */
 
   /* minor heap: young_start <= young_ptr <= young_end (invariant 6) */
   word young_start;
@@ -379,6 +501,7 @@ struct mgc_dom {
   int promote_sweeps; /* pools promotion may still sweep in this minor GC */
   struct mgc_table major_ref; /* remembered set: mgc_value * entries */
   struct mgc_table custom;    /* struct custom_entry */
+  struct mgc_table ephe_ref;  /* struct ephe_ref_entry */
   double extra_minor_resources;
 
   /* STW: set by the leader (release), cleared by the participant */
@@ -389,15 +512,22 @@ struct mgc_dom {
   struct mgc_heap heap;
   struct mark_stack mark;
   /* Values overwritten by the write barrier, to darken in a batch (with
-     prefetching) before this domain's marking can count as done. */
+     prefetching); every STW phase change drains them first. */
   mgc_value *grey;
   size_t grey_count;
-  bool busy_counted;      /* counted in mgc_rt.busy_domains */
-  size_t allocated_words; /* major words since the last slice */
+  /* This cycle's sweeping and marking are over for this domain; each was
+     counted down once in mgc_rt.counts (marking may be re-opened). */
+  bool sweeping_done;
+  bool marking_done;
+  struct mgc_ephe_info ephe;
+  struct mgc_final_info *final;
+  _Atomic uint64_t slice_epoch; /* the global slice request last served */
+  size_t allocated_words;       /* major words since the last slice */
   double extra_resources;
 
   struct mgc_dom_stats stats;
   struct mgc_histogram pauses;
+  struct mgc_histogram major_pauses; /* this domain's part of major STW */
 
   /* threads */
   pthread_mutex_t domain_lock; /* held while running mutator code */
@@ -428,11 +558,17 @@ struct mgc_runtime {
      starts until they are in (OCaml 5.3's remedy for spawn starvation). */
   _Atomic int joiners_waiting;
   _Atomic size_t domains_alive;
-  uint64_t next_unique_id;
+  int next_unique_id; /* under all_domains_lock */
 
   /* major collector globals, written only inside STW sections */
   _Atomic uint64_t major_cycles;
-  _Atomic int busy_domains; /* participants with major work left */
+  _Atomic int phase; /* enum mgc_phase (invariant 31) */
+  struct mgc_cycle_counts counts;
+  /* Global slice requests: a domain that finds half its minor heap used
+     bumps the epoch and interrupts the others, which then run a slice (a
+     blocked domain through its backup thread), as OCaml's major slice
+     epoch does. */
+  _Atomic uint64_t slice_epoch;
   /* Pacing (DESIGN §6.10): work owed for everybody's major allocation and
      work done by anybody, in words; any domain's work pays for all. */
   _Atomic int64_t work_owed;
@@ -449,6 +585,7 @@ struct mgc_runtime {
   /* statistics of terminated domains (under all_domains_lock) */
   struct mgc_dom_stats orphan_stats;
   struct mgc_histogram orphan_pauses;
+  struct mgc_histogram orphan_major_pauses;
   struct mgc_histogram stw_latency;
   _Atomic uint64_t minor_collections;
 
@@ -458,6 +595,7 @@ struct mgc_runtime {
   _Atomic(void (*)(void)) slice_begin_hook;
   _Atomic(void (*)(void)) slice_end_hook;
   _Atomic(void (*)(mgc_scanning_action, void *)) scan_roots_hook;
+  _Atomic(void (*)(void)) finalisers_pending_hook;
 };
 extern struct mgc_runtime mgc_rt;
 

@@ -1,5 +1,5 @@
 /* The major collector: colours, darkening, the mark stack, slices paced by
- * allocation, and the cycle end (DESIGN §6.3-6.7, §6.10).
+ * allocation, the phases of a cycle and its end (DESIGN §6.3-6.10).
  *
  * Snapshot at the beginning: at each cycle start, inside a STW section with
  * every minor heap empty, the meanings of the colours rotate (MARKED becomes
@@ -8,20 +8,42 @@
  * sweeps its own pools and marks from its own mark stack in slices, while
  * mutators run; the write barrier darkens every overwritten major value
  * (invariant 12), new blocks are born MARKED (invariant 19), so every block
- * reachable at the snapshot or allocated since is MARKED when all stacks are
- * empty.  The cycle ends in a STW section that first empties the minor heaps,
- * lets every domain finish its own marking and sweeping (so no block is
- * GARBAGE any more: invariant 26), then rotates and starts the next cycle.
- * In this version the end of marking is not detected concurrently: the
- * cycle end simply finishes whatever is left while the world is stopped.
+ * reachable at the snapshot or allocated since is MARKED once every mark
+ * stack and barrier buffer is empty.
+ *
+ * The end of marking is detected concurrently, with OCaml 5.2's phases and
+ * countdowns (mgc_rt.counts, invariants 31-35):
+ *
+ *   phase             work in it                  leaves when (global)
+ *   PHASE_MARK_MAIN   sweep, mark, ephemeron      to_sweep = to_mark = 0,
+ *                     rounds, adopt orphans       ephemeron rounds stable,
+ *                                                 no orphans, nobody orphaning
+ *   PHASE_MARK_FINAL  first-kind finalisers       to_final_first = 0,
+ *                     found (and darkened), mark,  to_mark = 0, rounds stable,
+ *                     ephemeron rounds            no orphans
+ *   PHASE_SWEEP_EPHE  ephemerons cleaned,         to_ephe_sweep = 0,
+ *                     last-kind finalisers found  to_final_last = 0,
+ *                                                 no orphans: cycle end
+ *
+ * A slice that sees the counts allow a change runs a small STW section in
+ * which every domain first drains its barrier buffer (which may re-open its
+ * marking) and the last to arrive at the barrier checks again and changes
+ * the phase.  The cycle end is a STW section that empties the minor heaps,
+ * rotates the colours, darkens the roots and starts the next cycle; it
+ * finishes no marking: its pause is the major STW pause of the statistics.
  *
  * Marking only turns UNMARKED into MARKED (invariant 27); on Lazy and
  * Forcing blocks that change is a CAS, because a mutator may be changing
  * the tag at the same moment (invariant 28).  The mark stack never loses an
  * entry (invariant 36).
+ *
+ * Phases of the code: slices run in the mutator (or on a blocked domain's
+ * backup thread); opportunistic work at barriers only sweeps and marks and
+ * never reads the phase; the phase changes and cycle ends are STW.
  */
 #include "internal.h"
 
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -226,13 +248,12 @@ static inline mgc_value *scan_start(mgc_value v, word hd) {
   return (mgc_value *)v;
 }
 
+/* New work on a domain whose marking was over: counted again (the only
+   way to_mark goes up, invariant 32). */
 static void reopen_marking(struct mgc_dom *d) {
-  if (!d->busy_counted) {
-    d->busy_counted = true;
-    /* Relaxed: busy_domains is a hint for when to request the cycle end,
-       which re-checks everything inside a STW section. */
-    atomic_fetch_add_explicit(&mgc_rt.busy_domains, 1, memory_order_relaxed);
-  }
+  d->marking_done = false;
+  /* Relaxed: see mgc_count_down. */
+  atomic_fetch_add_explicit(&mgc_rt.counts.to_mark, 1, memory_order_relaxed);
 }
 
 /* Marks v if it is UNMARKED and pushes its fields; returns the work. */
@@ -248,18 +269,24 @@ static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
   size_t wosize = MGC_WOSIZE_HD(hd);
   if (MGC_TAG_HD(hd) >= MGC_TAG_NO_SCAN || wosize == 0)
     return 1 + (intptr_t)wosize;
+  if (MGC_UNLIKELY(d->marking_done))
+    reopen_marking(d);
   mark_stack_push(&d->mark, scan_start(v, hd), (mgc_value *)v + wosize);
   return 1;
 }
 
-/* Darkens one root (cycle start): marks it and queues its fields. */
+bool mgc_is_unmarked(mgc_value v) {
+  word hd = LOAD_RELAXED(HDR_PTR(v));
+  if (MGC_TAG_HD(hd) == MGC_TAG_INFIX)
+    hd = LOAD_RELAXED(HDR_PTR(v - (mgc_value)(MGC_WOSIZE_HD(hd) * WORD)));
+  return COLOUR_HD(hd) == mgc_colours.unmarked;
+}
+
+/* Darkens one value now (roots, weak getters, finalised values). */
 void mgc_darken(struct mgc_dom *d, mgc_value v) {
-  if (!MGC_IS_BLOCK(v) || mgc_is_young(v))
+  if (!MGC_IS_BLOCK(v) || mgc_is_young(v) || v == 0)
     return;
-  size_t before = d->mark.count;
   mark_block(d, v, mgc_colours.unmarked);
-  if (d->mark.count != before)
-    reopen_marking(d);
 }
 
 /* Darkens the values the write barrier buffered, prefetching their headers
@@ -269,15 +296,12 @@ void mgc_grey_drain(struct mgc_dom *d) {
   if (n == 0)
     return;
   word unmarked = mgc_colours.unmarked;
-  size_t before = d->mark.count;
   for (size_t i = 0; i < n; i++) {
     if (i + 8 < n)
       __builtin_prefetch((word *)d->grey[i + 8] - 1, 1);
     mark_block(d, d->grey[i], unmarked);
   }
   d->grey_count = 0;
-  if (d->mark.count != before)
-    reopen_marking(d);
 }
 
 /* Marks within budget words; returns the work done.  A range is scanned
@@ -294,7 +318,7 @@ void mgc_grey_drain(struct mgc_dom *d) {
 #define MARK_RING 16
 #define MARK_CHUNK 1024
 
-static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
+static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
   struct mark_stack *ms = &d->mark;
   word unmarked = mgc_colours.unmarked;
   intptr_t work = 0;
@@ -329,8 +353,33 @@ static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
   return work;
 }
 
+/* The barrier's buffer first, then the stack; when both are empty this
+   domain's marking is over until something darkens again, and the
+   ephemeron rounds start over (what was marked may revive data). */
+static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
+  intptr_t work = (intptr_t)d->grey_count;
+  mgc_grey_drain(d);
+  if (d->marking_done)
+    return work;
+  work += mark_loop(d, budget);
+  if (mark_stack_empty(&d->mark)) {
+    d->marking_done = true;
+    mgc_count_down(&mgc_rt.counts.to_mark);
+    mgc_ephe_marking_drained();
+  }
+  return work > 0 ? work : 1;
+}
+
+/* A domain whose pools are all swept counts its sweeping down, once. */
+static void note_sweep(struct mgc_dom *d) {
+  if (!d->sweeping_done && mgc_heap_sweep_done(d)) {
+    d->sweeping_done = true;
+    mgc_count_down(&mgc_rt.counts.to_sweep);
+  }
+}
+
 /* ------------------------------------------------------------------------ */
-/* Pacing and slices                                                        */
+/* Pacing                                                                   */
 /* ------------------------------------------------------------------------ */
 
 /* Words of marking and sweeping owed per word allocated in the major heap.
@@ -373,108 +422,82 @@ void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max) {
     mgc_request_major_slice(d);
 }
 
-bool mgc_major_work_done(struct mgc_dom *d) {
-  return d->grey_count == 0 && mark_stack_empty(&d->mark) &&
-         mgc_heap_sweep_done(d);
+/* ------------------------------------------------------------------------ */
+/* Phases                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* Relaxed: the phase is written only by the last domain at a barrier of a
+   STW section (invariant 31), and read by participants after that barrier
+   or by mutators outside any section. */
+enum mgc_phase mgc_gc_phase(void) {
+  return (enum mgc_phase)LOAD_RELAXED(&mgc_rt.phase);
 }
 
-static void note_work_state(struct mgc_dom *d) {
-  if (d->busy_counted && mgc_major_work_done(d)) {
-    d->busy_counted = false;
-    atomic_fetch_sub_explicit(&mgc_rt.busy_domains, 1, memory_order_relaxed);
-  }
+static bool no_orphans(void) {
+  return mgc_ephe_no_orphans() && mgc_final_no_orphans();
 }
 
-/* Sweeps and marks until budget words of work are done or nothing is
-   left; returns the work done. */
-static intptr_t do_work(struct mgc_dom *d, intptr_t budget) {
-  intptr_t done = 0;
+static bool complete_main(void) {
+  struct mgc_cycle_counts *c = &mgc_rt.counts;
+  return mgc_gc_phase() == PHASE_MARK_MAIN && LOAD_ACQUIRE(&c->to_sweep) == 0 &&
+         LOAD_ACQUIRE(&c->to_mark) == 0 &&
+         LOAD_ACQUIRE(&c->orphaning_finalisers) == 0 &&
+         mgc_ephe_marking_stable() && no_orphans();
+}
+
+static bool complete_final(void) {
+  struct mgc_cycle_counts *c = &mgc_rt.counts;
+  return mgc_gc_phase() == PHASE_MARK_FINAL &&
+         LOAD_ACQUIRE(&c->to_final_first) == 0 &&
+         LOAD_ACQUIRE(&c->to_mark) == 0 && mgc_ephe_marking_stable() &&
+         no_orphans();
+}
+
+static bool complete_sweep_ephe(void) {
+  struct mgc_cycle_counts *c = &mgc_rt.counts;
+  return mgc_gc_phase() == PHASE_SWEEP_EPHE &&
+         LOAD_ACQUIRE(&c->to_ephe_sweep) == 0 &&
+         LOAD_ACQUIRE(&c->to_final_last) == 0 && no_orphans();
+}
+
+static const char *phase_name(enum mgc_phase p) {
+  return p == PHASE_MARK_MAIN    ? "main marking"
+         : p == PHASE_MARK_FINAL ? "final marking"
+                                 : "ephemeron sweeping";
+}
+
+/* Inside a STW section, every participant: the barrier buffers are
+   drained first (a drain may re-open marking), then the last to arrive
+   decides, on counts that nobody can change any more, and may go through
+   both marking phases at once (a cycle without finalisers to examine). */
+static void change_phase_body(struct mgc_dom *d, int n,
+                              struct mgc_dom **parts) {
+  uint64_t t0 = mgc_now_ns();
   mgc_grey_drain(d);
-  if (!mgc_heap_sweep_done(d))
-    done += mgc_heap_sweep(d, budget);
-  if (done < budget)
-    done += mark(d, budget - done);
-  return done;
-}
-
-/* Opportunistic work while waiting at a barrier (DESIGN §4.6): a small
-   budget of this domain's own marking and sweeping, never a phase change.
-   Returns whether there was work. */
-bool mgc_major_opportunistic_work(void *dom) {
-  struct mgc_dom *d = dom;
-  if (mgc_major_work_done(d))
-    return false;
-  mgc_pay_work(do_work(d, 512));
-  return true;
-}
-
-void mgc_major_finish_own_work(struct mgc_dom *d) {
-  while (!mgc_major_work_done(d))
-    do_work(d, INTPTR_MAX / 2);
-  note_work_state(d);
-}
-
-/* A slice (mutator context).  An automatic slice adds what this domain
-   allocated in the major heap since its last slice, converted to work, plus
-   the custom blocks' extra resources, to the global debt, and works until
-   the debt is paid or it has nothing left; any domain's work pays for all.
-   When the domain has nothing left to do and a debt remains, or every
-   domain is done, the cycle ends (in a STW section that finishes what the
-   others have left). */
-void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, bool automatic) {
-  mgc_call_hook(&mgc_rt.slice_begin_hook);
-  mgc_trace_begin(d, "major_slice");
-  COUNTER_ADD(&d->stats.major_slices, 1);
-  intptr_t budget;
-  bool paying = automatic || work <= 0;
-  if (paying) {
-    double owed = (double)d->allocated_words * work_per_word() +
-                  d->extra_resources * total_cycle_work();
-    COUNTER_ADD(&d->stats.major_words, d->allocated_words);
-    d->allocated_words = 0;
-    d->extra_resources = 0;
-    int64_t total = atomic_fetch_add_explicit(&mgc_rt.work_owed, (int64_t)owed,
-                                              memory_order_relaxed) +
-                    (int64_t)owed;
-    int64_t debt = total - LOAD_RELAXED(&mgc_rt.work_paid);
-    budget = debt > 0 ? (intptr_t)debt : 0;
-  } else {
-    budget = work;
+  if (mgc_stw_barrier_begin(n)) {
+    enum mgc_phase before = mgc_gc_phase();
+    if (complete_main())
+      STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_FINAL);
+    if (complete_final()) {
+      STORE_RELAXED(&mgc_rt.counts.to_ephe_sweep,
+                    mgc_ephe_start_sweep_phase(parts, n));
+      STORE_RELAXED(&mgc_rt.phase, PHASE_SWEEP_EPHE);
+    }
+    if (mgc_gc_phase() != before) {
+      mgc_log(MGC_VERBOSE_MINOR, "major phase: %s", phase_name(mgc_gc_phase()));
+      /* Every domain runs a slice for the new phase (its updates). */
+      atomic_fetch_add(&mgc_rt.slice_epoch, 1);
+    }
+    mgc_stw_barrier_release();
   }
-  /* In chunks, serving stop-the-world requests in between: a slice must
-     not hold the other domains' collections back (DESIGN §6.10). */
-  intptr_t done = 0;
-  while (done < budget) {
-    intptr_t chunk = budget - done < 16384 ? budget - done : 16384;
-    intptr_t w = do_work(d, chunk);
-    done += w;
-    if (paying)
-      mgc_pay_work(w);
-    if (w < chunk)
-      break;
-    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
-      mgc_stw_participate(d);
-  }
-  note_work_state(d);
-  bool end_cycle = false;
-  if (!d->busy_counted && done < budget) {
-    int busy = atomic_load_explicit(&mgc_rt.busy_domains, memory_order_relaxed);
-    int64_t debt =
-        LOAD_RELAXED(&mgc_rt.work_owed) - LOAD_RELAXED(&mgc_rt.work_paid);
-    int64_t patience =
-        (int64_t)(LOAD_RELAXED(&mgc_rt.heap_words) / 8 + d->minor_heap_words);
-    end_cycle = busy == 0 || mgc_single_domain() || debt > patience;
-  }
-  mgc_trace_end(d, "major_slice");
-  mgc_call_hook(&mgc_rt.slice_end_hook);
-  if (end_cycle)
-    mgc_major_finish_cycle(d, 1, false);
+  mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
 }
 
-void mgc_major_slice(intptr_t work) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_major_slice");
-  mgc_major_slice_run(d, work, work == 0);
-  mgc_reset_young_limit(d);
+static void stw_change_phase(struct mgc_dom *d, void *data, int idx, int n,
+                             struct mgc_dom **parts) {
+  (void)data;
+  (void)idx;
+  change_phase_body(d, n, parts);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -493,67 +516,294 @@ static void rotate_colours(void) {
   mgc_colours.garbage = c.unmarked;
 }
 
-struct cycle_request {
-  bool forced;
-};
+/* Single domain, at the barrier after the rotation. */
+static void reset_counts(int n) {
+  struct mgc_cycle_counts *c = &mgc_rt.counts;
+  STORE_RELAXED(&c->to_sweep, n);
+  STORE_RELAXED(&c->to_mark, n);
+  STORE_RELAXED(&c->to_ephe_sweep, 0);
+  STORE_RELAXED(&c->to_final_first, n);
+  STORE_RELAXED(&c->to_final_last, n);
+  STORE_RELAXED(&c->global_roots_started, 0);
+  mgc_ephe_cycle_reset(n);
+  STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_MAIN);
+}
 
-/* The cycle-end STW handler (DESIGN §6.7, simplified: no ephemeron or
-   finaliser phases yet).  Colours are plain globals: they are written here
-   by one domain between two barriers and read by others only after the
-   barrier (acquire), so no domain sees them change while it works. */
-static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
-                          struct mgc_dom **parts) {
-  struct cycle_request *req = data;
-  /* 1. Empty every minor heap. */
+/* The cycle end (DESIGN §6.7), every participant: empty the minor heaps;
+   the last to arrive rotates the colours and resets the counts; each
+   domain starts its sweeping, darkens its roots, restarts its ephemeron
+   and finaliser bookkeeping.  Colours are plain globals: written by one
+   domain between two barriers, read by the others after them. */
+static void cycle_end_body(struct mgc_dom *d, int idx, int n,
+                           struct mgc_dom **parts, bool forced) {
   if (mgc_stw_barrier_begin(n)) {
     mgc_minor_leader_setup();
     mgc_stw_barrier_release();
   }
   mgc_minor_from_stw(d, idx, n, parts);
-  /* 2. Finish this domain's marking and sweeping: afterwards no block is
-     GARBAGE and every block reachable at the snapshot is MARKED. */
-  mgc_trace_begin(d, "major_finish");
-  mgc_major_finish_own_work(d);
-  mgc_trace_end(d, "major_finish");
-  /* 3. One domain rotates the colours. */
+  uint64_t t0 = mgc_now_ns();
+  mgc_trace_begin(d, "cycle_end");
+  /* Marking is complete: what the barrier buffered is marked already. */
+  mgc_grey_drain(d);
   if (mgc_stw_barrier_begin(n)) {
+    MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_mark) == 0);
+    MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_sweep) == 0);
+    MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_ephe_sweep) == 0);
     if (mgc_rt.params.verify || MGC_DEBUG >= 3)
       mgc_verify_from_stw();
     rotate_colours();
     atomic_fetch_add_explicit(&mgc_rt.major_cycles, 1, memory_order_relaxed);
-    if (req->forced)
+    if (forced)
       atomic_fetch_add_explicit(&mgc_rt.forced_major, 1, memory_order_relaxed);
     mgc_heap_release_free_pools(false);
-    STORE_RELAXED(&mgc_rt.busy_domains, n);
-    /* Everything owed for the old cycle was just done, in the section. */
-    STORE_RELAXED(&mgc_rt.work_paid, LOAD_RELAXED(&mgc_rt.work_owed));
+    reset_counts(n);
+    atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     mgc_log(MGC_VERBOSE_MAJOR, "major cycle %llu ends, heap %zu words",
             (unsigned long long)LOAD_RELAXED(&mgc_rt.major_cycles),
             (size_t)LOAD_RELAXED(&mgc_rt.heap_words));
     mgc_stw_barrier_release();
   }
-  /* 4. Every domain starts the new cycle: its pools become unswept, its
-     roots are darkened; participant 0 adopts orphans and darkens the
-     global roots. */
   mgc_heap_cycle_start(d);
   if (idx == 0)
     mgc_heap_adopt_orphans(d);
-  d->busy_counted = true;
+  d->sweeping_done = false;
+  d->marking_done = false;
   mgc_scan_local_roots(d, darken_action, d);
-  if (idx == 0)
+  mgc_final_scan_roots(d, darken_action, d);
+  int unstarted = 0;
+  if (atomic_compare_exchange_strong(&mgc_rt.counts.global_roots_started,
+                                     &unstarted, 1))
     mgc_scan_global_roots(darken_action, d, false);
-  /* 5. No mutator may run while the global roots are being read. */
+  if (mark_stack_empty(&d->mark)) {
+    d->marking_done = true;
+    mgc_count_down(&mgc_rt.counts.to_mark);
+  }
+  note_sweep(d);
+  mgc_ephe_cycle_start(d);
+  mgc_final_cycle_start(d);
+  /* No mutator may run while the global roots are being read. */
   mgc_stw_barrier(n);
+  mgc_trace_end(d, "cycle_end");
+  mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
 }
 
-/* Runs `cycles` cycle ends (mutator context), each a STW section; a
-   section run by another domain that ended a cycle counts too. */
+static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
+                          struct mgc_dom **parts) {
+  (void)data;
+  cycle_end_body(d, idx, n, parts, false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Slices                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define SLICE_CHUNK 16384
+
+struct slice {
+  struct mgc_dom *d;
+  enum slice_mode mode;
+  int64_t target;  /* SLICE_AUTO: the value of work_paid to reach */
+  intptr_t budget; /* SLICE_BUDGET: words left */
+  intptr_t done;
+  /* SLICE_IN_STW */
+  int idx, n;
+  struct mgc_dom **parts;
+  bool forced;
+};
+
+/* The next chunk of work the slice may do, 0 when it is over.  Between
+   chunks an automatic or explicit slice serves a pending STW request: a
+   slice must not hold the other domains' collections back. */
+static intptr_t chunk(struct slice *s) {
+  if (s->mode == SLICE_IN_STW)
+    return SLICE_CHUNK;
+  if (atomic_load_explicit(&s->d->interrupt_pending, memory_order_acquire))
+    mgc_stw_participate(s->d);
+  intptr_t left = s->mode == SLICE_AUTO
+                      ? (intptr_t)(s->target - LOAD_RELAXED(&mgc_rt.work_paid))
+                      : s->budget;
+  return left <= 0 ? 0 : left < SLICE_CHUNK ? left : SLICE_CHUNK;
+}
+
+static void pay(struct slice *s, intptr_t w) {
+  mgc_pay_work(w);
+  s->budget -= w;
+  s->done += w;
+}
+
+static void change_phase(struct slice *s) {
+  if (s->mode == SLICE_IN_STW)
+    change_phase_body(s->d, s->n, s->parts);
+  else
+    mgc_try_run_on_all_domains(s->d, stw_change_phase, NULL, NULL);
+}
+
+/* The slice order of DESIGN §6.10: sweep, mark, this phase's finaliser
+   update, adoption of orphans, ephemeron rounds or sweeping, then a phase
+   change when the counts allow one.  Returns whether the cycle may end. */
+static bool run_slice(struct slice *s) {
+  struct mgc_dom *d = s->d;
+  uint64_t cycle = LOAD_RELAXED(&mgc_rt.major_cycles);
+  intptr_t c;
+  while (!d->sweeping_done && (c = chunk(s)) > 0) {
+    pay(s, mgc_heap_sweep(d, c));
+    note_sweep(d);
+  }
+  for (;;) {
+    while ((!d->marking_done || d->grey_count) && (c = chunk(s)) > 0)
+      pay(s, mark(d, c));
+    if (chunk(s) <= 0)
+      break;
+    enum mgc_phase ph = mgc_gc_phase();
+    if (ph == PHASE_MARK_FINAL && mgc_final_update_first(d)) {
+      mgc_count_down(&mgc_rt.counts.to_final_first);
+      if (!d->marking_done)
+        continue;
+    }
+    if (ph == PHASE_SWEEP_EPHE && mgc_final_update_last(d))
+      mgc_count_down(&mgc_rt.counts.to_final_last);
+    if (ph == PHASE_MARK_MAIN) {
+      mgc_ephe_adopt(d);
+      mgc_final_adopt(d);
+    }
+    if (ph != PHASE_SWEEP_EPHE) {
+      bool reopened = false;
+      while ((c = chunk(s)) > 0) {
+        intptr_t w = mgc_ephe_mark_step(d, c, &reopened);
+        pay(s, w);
+        if (w < c || reopened)
+          break;
+      }
+      if (reopened)
+        continue;
+    } else {
+      while (mgc_ephe_sweep_pending(d) && (c = chunk(s)) > 0)
+        pay(s, mgc_ephe_sweep_step(d, c));
+    }
+    if (complete_main() || complete_final()) {
+      enum mgc_phase before = mgc_gc_phase();
+      change_phase(s);
+      if (mgc_gc_phase() != before &&
+          LOAD_RELAXED(&mgc_rt.major_cycles) == cycle)
+        continue;
+    }
+    break;
+  }
+  return complete_sweep_ephe() && LOAD_RELAXED(&mgc_rt.major_cycles) == cycle;
+}
+
+static void end_cycle(struct slice *s) {
+  if (s->mode == SLICE_IN_STW) {
+    cycle_end_body(s->d, s->idx, s->n, s->parts, s->forced);
+    return;
+  }
+  uint64_t start = LOAD_RELAXED(&mgc_rt.major_cycles);
+  while (LOAD_RELAXED(&mgc_rt.major_cycles) == start)
+    mgc_try_run_on_all_domains(s->d, stw_cycle_end, NULL, NULL);
+}
+
+/* Adds what this domain allocated in the major heap since its last slice,
+   converted to work, and the custom blocks' extra resources, to the global
+   debt (DESIGN §6.10); an automatic slice then works until everybody's
+   debt is paid (any domain's work pays for all), an explicit one for its
+   budget. */
+static void start_slice(struct slice *s, struct mgc_dom *d, intptr_t work,
+                        enum slice_mode mode) {
+  memset(s, 0, sizeof *s);
+  s->d = d;
+  s->mode = mode;
+  s->budget = work;
+  double owed = (double)d->allocated_words * work_per_word() +
+                d->extra_resources * total_cycle_work();
+  COUNTER_ADD(&d->stats.major_words, d->allocated_words);
+  d->allocated_words = 0;
+  d->extra_resources = 0;
+  s->target = atomic_fetch_add_explicit(&mgc_rt.work_owed, (int64_t)owed,
+                                        memory_order_relaxed) +
+              (int64_t)owed;
+  atomic_store_explicit(&d->slice_epoch, atomic_load(&mgc_rt.slice_epoch),
+                        memory_order_relaxed);
+}
+
+void mgc_major_slice_run(struct mgc_dom *d, intptr_t work,
+                         enum slice_mode mode) {
+  mgc_call_hook(&mgc_rt.slice_begin_hook);
+  mgc_trace_begin(d, "major_slice");
+  COUNTER_ADD(&d->stats.major_slices, 1);
+  struct slice s;
+  start_slice(&s, d, work, mode);
+  bool end = run_slice(&s);
+  mgc_trace_end(d, "major_slice");
+  mgc_call_hook(&mgc_rt.slice_end_hook);
+  if (end)
+    end_cycle(&s);
+}
+
+/* Opportunistic work while waiting at a barrier (DESIGN §4.6): a small
+   budget of this domain's own sweeping or marking, never a phase change,
+   never a look at the phase (another domain may be changing it).  Returns
+   whether there was work. */
+bool mgc_major_opportunistic_work(void *dom) {
+  struct mgc_dom *d = dom;
+  if (!d->sweeping_done) {
+    mgc_pay_work(mgc_heap_sweep(d, 512));
+    note_sweep(d);
+    return true;
+  }
+  if (!d->marking_done || d->grey_count) {
+    mgc_pay_work(mark(d, 512));
+    return true;
+  }
+  return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Finishing cycles                                                         */
+/* ------------------------------------------------------------------------ */
+
+struct finish_request {
+  uint64_t start;
+  bool forced;
+};
+
+/* Every participant runs slices without limit until the cycle has ended,
+   changing phases at barriers (OCaml's stw_finish_major_cycle).  The
+   barrier buffers are drained before anyone looks at the counts: from
+   then on nothing re-opens marking, so a count that allows a phase change
+   keeps allowing it until every participant has arrived. */
+static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
+                             struct mgc_dom **parts) {
+  struct finish_request r = *(struct finish_request *)data;
+  if (mgc_stw_barrier_begin(n)) {
+    mgc_minor_leader_setup();
+    mgc_stw_barrier_release();
+  }
+  mgc_minor_from_stw(d, idx, n, parts);
+  mgc_grey_drain(d);
+  mgc_stw_barrier(n);
+  mgc_trace_begin(d, "major_finish");
+  struct slice s;
+  while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start) {
+    start_slice(&s, d, 0, SLICE_IN_STW);
+    s.idx = idx;
+    s.n = n;
+    s.parts = parts;
+    s.forced = r.forced;
+    if (run_slice(&s))
+      end_cycle(&s);
+    else if (s.done == 0)
+      sched_yield(); /* waiting for the others' work */
+  }
+  mgc_trace_end(d, "major_finish");
+}
+
+/* Runs `cycles` cycle ends (mutator context); a cycle ended meanwhile by
+   another domain counts too. */
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced) {
-  struct cycle_request req = {forced};
   for (int i = 0; i < cycles; i++) {
-    uint64_t start = LOAD_RELAXED(&mgc_rt.major_cycles);
-    while (LOAD_RELAXED(&mgc_rt.major_cycles) == start)
-      mgc_try_run_on_all_domains(d, stw_cycle_end, &req, NULL);
+    struct finish_request r = {LOAD_RELAXED(&mgc_rt.major_cycles), forced};
+    while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start)
+      mgc_try_run_on_all_domains(d, stw_finish_cycle, &r, NULL);
   }
   mgc_reset_young_limit(d);
 }
@@ -561,8 +811,11 @@ void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced) {
 static void stw_sweep_all(struct mgc_dom *d, void *data, int idx, int n,
                           struct mgc_dom **parts) {
   (void)data;
-  (void)parts;
-  mgc_major_finish_own_work(d);
+  (void)idx;
+  while (!d->sweeping_done) {
+    mgc_pay_work(mgc_heap_sweep(d, SLICE_CHUNK));
+    note_sweep(d);
+  }
   if (mgc_stw_barrier_begin(n)) {
     uint64_t live = 0;
     for (int i = 0; i < n; i++)
@@ -570,36 +823,51 @@ static void stw_sweep_all(struct mgc_dom *d, void *data, int idx, int n,
     STORE_RELAXED(&mgc_rt.live_words, live);
     mgc_stw_barrier_release();
   }
-  (void)idx;
 }
 
-void mgc_major_collection(void) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_major_collection");
-  mgc_major_finish_cycle(d, 1, true);
-}
-
-/* Two cycle ends make every block dead at the call GARBAGE; a last section
-   sweeps everything and records the live words. */
+/* After the call's first cycle end, a value unreachable at the call is
+   found dead in the next cycle: its first-kind finaliser queued, keys to
+   it emptied.  A value kept alive for its first-kind finaliser is found
+   dead one cycle later, for its last-kind one and the keys to it.  So
+   three cycle ends, then a sweep of everything (DESIGN §6.7: OCaml's
+   Gc.full_major). */
 static void full_major(struct mgc_dom *d) {
-  mgc_major_finish_cycle(d, 2, true);
+  mgc_major_finish_cycle(d, 3, true);
   while (!mgc_try_run_on_all_domains(d, stw_sweep_all, NULL, NULL)) {
   }
   mgc_reset_young_limit(d);
 }
 
-void mgc_full_major(void) { full_major(mgc_self_or_fatal("mgc_full_major")); }
+void mgc_major_slice(intptr_t work) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_major_slice");
+  mgc_major_slice_run(d, work, work > 0 ? SLICE_BUDGET : SLICE_AUTO);
+  mgc_reset_young_limit(d);
+  mgc_final_run_at_safepoint(d);
+}
+
+void mgc_major_collection(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_major_collection");
+  mgc_major_finish_cycle(d, 1, true);
+  mgc_final_run_at_safepoint(d);
+}
+
+void mgc_full_major(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_full_major");
+  full_major(d);
+  mgc_final_run_at_safepoint(d);
+}
 
 static void stw_release_all(struct mgc_dom *d, void *data, int idx, int n,
                             struct mgc_dom **parts) {
   (void)d;
   (void)data;
   (void)parts;
+  (void)idx;
   if (mgc_stw_barrier_begin(n)) {
     mgc_heap_release_free_pools(true);
     atomic_fetch_add_explicit(&mgc_rt.compactions, 1, memory_order_relaxed);
     mgc_stw_barrier_release();
   }
-  (void)idx;
 }
 
 void mgc_compact(void) {
@@ -607,4 +875,66 @@ void mgc_compact(void) {
   full_major(d);
   while (!mgc_try_run_on_all_domains(d, stw_release_all, NULL, NULL)) {
   }
+  mgc_final_run_at_safepoint(d);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Domains joining and leaving                                              */
+/* ------------------------------------------------------------------------ */
+
+/* Under all_domains_lock, no section running: a new domain has nothing to
+   sweep or mark in this cycle, no ephemeron to examine, and its finalised
+   values (registered from now on) cannot die in this cycle. */
+void mgc_major_domain_join(struct mgc_dom *d) {
+  d->sweeping_done = true;
+  d->marking_done = true;
+  mgc_final_join(d);
+}
+
+/* One turn of a terminating domain's loop (DESIGN §4.5): finish its
+   sweeping, empty the minor heaps, finish its marking, hand its ephemerons
+   and finalisers over.  Requests of other domains are served meanwhile. */
+void mgc_major_domain_terminate(struct mgc_dom *d) {
+  while (!d->sweeping_done) {
+    mgc_pay_work(mgc_heap_sweep(d, SLICE_CHUNK));
+    note_sweep(d);
+    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+      mgc_stw_participate(d);
+  }
+  mgc_empty_minor_heaps(d);
+  mgc_ephe_orphan(d);
+  while (!d->marking_done || d->grey_count) {
+    mgc_pay_work(mark(d, SLICE_CHUNK));
+    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+      mgc_stw_participate(d);
+  }
+  mgc_final_orphan(d);
+}
+
+/* Whether d may leave the participants (invariant 37), under the lock. */
+bool mgc_major_domain_done(struct mgc_dom *d) {
+  return d->sweeping_done && d->marking_done && d->grey_count == 0 &&
+         !d->ephe.todo && !d->ephe.live && !d->ephe.must_sweep &&
+         !mgc_final_has_any(d) && mgc_final_settled(d);
+}
+
+/* Interrupts every other participant so that it runs a slice soon (a
+   domain in a blocking section through its backup thread).  The seq_cst
+   increment pairs with the owner's limit reset, as interrupts do. */
+void mgc_request_global_slices(struct mgc_dom *self) {
+  atomic_fetch_add(&mgc_rt.slice_epoch, 1);
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  for (int i = 0; i < n; i++)
+    if (mgc_rt.participants[i] != self)
+      mgc_domain_interrupt(mgc_rt.participants[i]);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+}
+
+void mgc_major_init(void) {
+  memset(&mgc_rt.counts, 0, sizeof mgc_rt.counts);
+  STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_MAIN);
+  STORE_RELAXED(&mgc_rt.slice_epoch, 0);
+  mgc_ephe_init();
+  mgc_final_init();
 }

@@ -86,6 +86,14 @@ void mgc_minor_heap_decommit(struct mgc_dom *d) {
 /* Limits, requests and the slow path                                       */
 /* ------------------------------------------------------------------------ */
 
+/* A global slice request this domain has not served yet.  The seq_cst
+   load pairs with the seq_cst increment of the requester, like the
+   interrupt flag below. */
+static inline bool slice_requested(struct mgc_dom *d) {
+  return atomic_load_explicit(&d->slice_epoch, memory_order_relaxed) <
+         atomic_load(&mgc_rt.slice_epoch);
+}
+
 /* Only the owner calls this (invariant 7).  The exchange and the seq_cst
    load of interrupt_pending pair with the seq_cst store of an interrupter
    (mgc_stw_interrupt), which sets the flag before storing all-ones: either
@@ -95,7 +103,8 @@ void mgc_reset_young_limit(struct mgc_dom *d) {
   word lim = mgc_rt.params.torture_every ? UINTPTR_MAX : d->young_trigger;
   __atomic_exchange_n(&d->fast.young_limit, lim, __ATOMIC_SEQ_CST);
   if (atomic_load(&d->interrupt_pending) || d->requested_minor ||
-      d->requested_major_slice)
+      d->requested_major_slice || slice_requested(d) ||
+      mgc_final_wants_safepoint(d))
     __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
 }
 
@@ -109,6 +118,24 @@ void mgc_request_major_slice(struct mgc_dom *d) {
   __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
 }
 
+/* The first domain to fill half its minor heap in a minor cycle asks
+   every domain for a slice (DESIGN §2.4: OCaml's major slice epoch), so
+   that domains which allocate little, or sit in a blocking section, still
+   do their part of each phase. */
+static _Atomic uint64_t global_slice_minor;
+
+static void request_slices_once_per_minor(struct mgc_dom *d) {
+  if (mgc_single_domain())
+    return;
+  uint64_t m = LOAD_RELAXED(&mgc_minor_gcs_started);
+  uint64_t last = LOAD_RELAXED(&global_slice_minor);
+  /* Relaxed CAS: it only elects the domain that sends the requests. */
+  if (last < m && atomic_compare_exchange_strong_explicit(
+                      &global_slice_minor, &last, m, memory_order_relaxed,
+                      memory_order_relaxed))
+    mgc_request_global_slices(d);
+}
+
 /* What the domain owes (DESIGN §2.4 "poll GC work"). */
 void mgc_poll_gc_work(struct mgc_dom *d) {
   if (d->fast.young_ptr - MGC_MAX_YOUNG_WOSIZE * WORD <
@@ -118,15 +145,18 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
     } else {
       d->requested_major_slice = true;
       d->young_trigger = d->young_start;
+      request_slices_once_per_minor(d);
     }
   }
+  if (slice_requested(d))
+    d->requested_major_slice = true;
   if (d->requested_minor) {
     d->requested_minor = false;
     mgc_empty_minor_heaps(d);
   }
   if (d->requested_major_slice) {
     d->requested_major_slice = false;
-    mgc_major_slice_run(d, 0, true);
+    mgc_major_slice_run(d, 0, SLICE_AUTO);
   }
   mgc_reset_young_limit(d);
 }
@@ -155,6 +185,9 @@ mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
     }
     for (;;) {
       mgc_handle_gc_interrupt(d);
+      /* A safepoint outside the collector: due finalisers run here,
+         before the block is carved (they may allocate). */
+      mgc_final_run_at_safepoint(d);
       if (d->fast.young_ptr - d->young_start >= bytes)
         break;
       d->requested_minor = true;
@@ -178,7 +211,9 @@ mgc_value mgc_alloc_small_slow(size_t wosize, unsigned tag) {
 }
 
 void mgc_poll_slow(void) {
-  mgc_handle_gc_interrupt(mgc_self_or_fatal("mgc_poll"));
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_poll");
+  mgc_handle_gc_interrupt(d);
+  mgc_final_run_at_safepoint(d);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -518,6 +553,11 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
     mgc_global_roots_young_to_old();
   }
   promote_remembered(&c, idx, n, parts);
+  /* Young first-kind finalised values, then young ephemeron contents,
+     are promoted unconditionally (invariant 22, DESIGN correction 5). */
+  mgc_final_scan_young(d, promote_action, &c);
+  mopup(&c);
+  mgc_ephe_scan_young(d, promote_action, &c);
   mopup(&c);
   mgc_scan_local_roots(d, promote_action, &c);
   mopup(&c);
@@ -546,11 +586,13 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_trace_end(d, "minor");
   mgc_call_hook(&mgc_rt.minor_end_hook);
   mgc_custom_after_minor(d);
+  mgc_final_after_minor(d);
 #if MGC_DEBUG >= 2
   poison_minor_heap(used_from, d->young_end);
 #endif
   mgc_table_clear(&d->major_ref);
   mgc_table_clear(&d->custom);
+  mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
@@ -580,6 +622,7 @@ void mgc_minor_collection(void) {
   d->requested_minor = false;
   mgc_empty_minor_heaps(d);
   mgc_poll_gc_work(d);
+  mgc_final_run_at_safepoint(d);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -621,6 +664,7 @@ static void stw_grow_arena(struct mgc_dom *d, void *data, int idx, int n,
     mgc_fatal("cannot commit a minor heap of %zu words", words);
   mgc_table_free(&d->major_ref);
   mgc_table_free(&d->custom);
+  mgc_table_free(&d->ephe_ref);
   mgc_reset_young_limit(d);
   mgc_stw_barrier(n);
 }
@@ -641,6 +685,7 @@ void mgc_set_minor_heap_size(size_t words) {
       mgc_fatal("cannot commit a minor heap of %zu words", words);
     mgc_table_free(&d->major_ref);
     mgc_table_free(&d->custom);
+    mgc_table_free(&d->ephe_ref);
     mgc_reset_young_limit(d);
   } else {
     struct resize_request r = {d, words};

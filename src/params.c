@@ -116,7 +116,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
     return 0;
   }
   if (klen != 1)
-    return bad(item, klen, "unknown key (known: s o d v t V M m n trace)");
+    return bad(item, klen, "unknown key (known: s o d v t V M m n F trace)");
   uint64_t v;
   if (!parse_size(val, vlen, &v))
     return bad(item, klen, "not a number (decimal or 0x hex, k/M/G)");
@@ -163,8 +163,13 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
   case 'n':
     p->custom_minor_max_size = (size_t)v;
     return 0;
+  case 'F':
+    if ((r = check_range(item, klen, v, 0, 1)))
+      return r;
+    p->manual_finalisers = (int)v;
+    return 0;
   default:
-    return bad(item, klen, "unknown key (known: s o d v t V M m n trace)");
+    return bad(item, klen, "unknown key (known: s o d v t V M m n F trace)");
   }
 }
 
@@ -206,5 +211,7 @@ int mgc_params_validate(const mgc_params *p) {
     return bad("trace", 5, "path not NUL-terminated");
   if (p->custom_major_ratio < 1 || p->custom_minor_ratio < 1)
     return bad("M", 1, "custom ratios must be at least 1");
+  if (p->manual_finalisers < 0 || p->manual_finalisers > 1)
+    return bad("F", 1, "manual_finalisers must be 0 or 1");
   return 0;
 }

@@ -94,6 +94,7 @@ void mgc_stats_orphan(struct mgc_dom *d) {
   d->allocated_words = 0;
   add_dom_stats(&mgc_rt.orphan_stats, &d->stats);
   histogram_merge(&mgc_rt.orphan_pauses, &d->pauses);
+  histogram_merge(&mgc_rt.orphan_major_pauses, &d->major_pauses);
 }
 
 void mgc_get_stats(mgc_stats *out) {
@@ -101,19 +102,23 @@ void mgc_get_stats(mgc_stats *out) {
   memset(out, 0, sizeof *out);
   struct mgc_dom_stats sum;
   memset(&sum, 0, sizeof sum);
-  const struct mgc_histogram *hs[4097];
+  const struct mgc_histogram *hs[4097], *ms[4097];
   size_t nh = 0;
   pthread_mutex_lock(&mgc_rt.all_domains_lock);
   add_dom_stats(&sum, &mgc_rt.orphan_stats);
+  ms[nh] = &mgc_rt.orphan_major_pauses;
   hs[nh++] = &mgc_rt.orphan_pauses;
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   for (int i = 0; i < n && nh < 4097; i++) {
     add_dom_stats(&sum, &mgc_rt.participants[i]->stats);
+    ms[nh] = &mgc_rt.participants[i]->major_pauses;
     hs[nh++] = &mgc_rt.participants[i]->pauses;
   }
   out->minor_pause_p50_ns = mgc_histogram_percentile(hs, nh, 50);
   out->minor_pause_p99_ns = mgc_histogram_percentile(hs, nh, 99);
   out->minor_pause_max_ns = mgc_histogram_percentile(hs, nh, 100);
+  out->major_stw_pause_p99_ns = mgc_histogram_percentile(ms, nh, 99);
+  out->major_stw_pause_max_ns = mgc_histogram_percentile(ms, nh, 100);
   pthread_mutex_unlock(&mgc_rt.all_domains_lock);
   const struct mgc_histogram *lat = &mgc_rt.stw_latency;
   out->stw_latency_p50_ns = mgc_histogram_percentile(&lat, 1, 50);
@@ -142,7 +147,8 @@ void mgc_stats_print(void) {
           "mgc: minor_collections=%llu major_collections=%llu "
           "minor_words=%llu promoted_words=%llu major_words=%llu "
           "heap_words=%llu top_heap_words=%llu minor_pause_p50_ns=%llu "
-          "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu\n",
+          "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu "
+          "major_stw_pause_p99_ns=%llu major_stw_pause_max_ns=%llu\n",
           (unsigned long long)s.minor_collections,
           (unsigned long long)s.major_collections,
           (unsigned long long)s.minor_words,
@@ -151,7 +157,9 @@ void mgc_stats_print(void) {
           (unsigned long long)s.top_heap_words,
           (unsigned long long)s.minor_pause_p50_ns,
           (unsigned long long)s.minor_pause_p99_ns,
-          (unsigned long long)s.minor_pause_max_ns);
+          (unsigned long long)s.minor_pause_max_ns,
+          (unsigned long long)s.major_stw_pause_p99_ns,
+          (unsigned long long)s.major_stw_pause_max_ns);
 }
 
 static void set_hook(_Atomic(void (*)(void)) *slot, void (*hook)(void)) {

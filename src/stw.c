@@ -88,6 +88,15 @@ void mgc_stw_interrupt(struct mgc_dom *target) {
   pthread_mutex_unlock(&target->intr_lock);
 }
 
+/* Makes target's next allocation or poll take the slow path and wakes its
+   backup thread, without a section: a global slice request. */
+void mgc_domain_interrupt(struct mgc_dom *target) {
+  __atomic_store_n(&target->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+  pthread_mutex_lock(&target->intr_lock);
+  pthread_cond_signal(&target->intr_cond);
+  pthread_mutex_unlock(&target->intr_lock);
+}
+
 static void run_section(struct mgc_dom *d) {
   struct stw_request *r = &request;
   int n = r->n, idx = d->stw_index;

@@ -15,10 +15,22 @@
  *   26 no GARBAGE block in swept pools (anywhere, at a cycle end);
  *   29 pools are owned by the domain whose lists hold them;
  *   30 free slots have header 0 and the free list covers exactly them;
- *      the heap statistics equal a recount.
+ *      the heap statistics equal a recount;
+ *   ephemerons on the domains' lists are live Abstract blocks whose keys
+ *      and data are empty, immediates or valid blocks, a young one being
+ *      recorded in some ephe_ref table (invariant 10 for ephemerons);
+ *   finalised values are valid blocks, the old ones and the queued ones
+ *      not young.
+ * At the end of a major cycle (before the colours rotate), marking must be
+ * complete: every root, every field of a MARKED block, every finalised
+ * value, and the data of every ephemeron whose keys are all alive is
+ * MARKED (or not markable), and no ephemeron key is unmarked (cleaning
+ * emptied the dead ones): invariants 33 and 35, and the proof that the
+ * concurrent detection of the end of marking did not stop too early.
  * Fields of GARBAGE blocks are not checked (they may point to freed
- * blocks).  Invariants about the collection in progress (15-25) are
- * checked by the collector itself in debug builds.
+ * blocks), nor, at a cycle end, the colours of UNMARKED blocks' fields
+ * (they are dead).  Invariants about the collection in progress (15-25)
+ * are checked by the collector itself in debug builds.
  */
 #include "internal.h"
 
@@ -80,10 +92,11 @@ struct verifier {
   struct wset large;      /* large block header addresses */
   struct wset young;      /* young block values */
   struct wset remembered; /* remembered field addresses */
+  struct wset ephe_slots; /* ephemeron fields in ephe_ref tables */
   int errors;
   size_t pool_count;
   size_t large_words;
-  bool expect_no_garbage;
+  bool cycle_end;        /* marking complete, sweeping complete */
   struct mgc_dom *owner; /* pools being walked belong to this domain */
 };
 
@@ -117,6 +130,7 @@ struct where {
   mgc_value block;
   size_t field;
   bool young;
+  bool need_marked; /* a major block found here must be MARKED */
 };
 
 #define DESCRIBE(w, buf)                                                       \
@@ -164,6 +178,8 @@ static bool check_value(struct verifier *vf, mgc_value v,
       bad = "a free slot (invariant 30)";
     else if (COLOUR_HD(hd) == mgc_colours.garbage)
       bad = "a GARBAGE block";
+    else if (w->need_marked && COLOUR_HD(hd) != mgc_colours.marked)
+      bad = "a block left unmarked at the end of marking";
     if (!bad)
       return true;
     DESCRIBE(w, where);
@@ -175,8 +191,17 @@ static bool check_value(struct verifier *vf, mgc_value v,
     mgc_value c = v - (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
     word *chp = (word *)c - 1;
     if ((pool_slot(vf, chp) || wset_has(&vf->large, (word)chp)) &&
-        MGC_TAG_VAL(c) == MGC_TAG_CLOSURE)
-      return true;
+        MGC_TAG_VAL(c) == MGC_TAG_CLOSURE) {
+      if (!w->need_marked ||
+          COLOUR_HD(LOAD_RELAXED(AWORD(chp))) == mgc_colours.marked)
+        return true;
+      DESCRIBE(w, where);
+      report(vf,
+             "%s: infix pointer %p into a closure left unmarked at the "
+             "end of marking",
+             where, (void *)v);
+      return false;
+    }
     DESCRIBE(w, where);
     report(vf, "%s: infix pointer %p does not lead to a closure (inv. 4)",
            where, (void *)v);
@@ -195,6 +220,8 @@ static bool check_value(struct verifier *vf, mgc_value v,
 static void check_fields(struct verifier *vf, mgc_value v, word hd,
                          bool young) {
   unsigned tag = MGC_TAG_HD(hd);
+  bool need_marked =
+      vf->cycle_end && !young && COLOUR_HD(hd) == mgc_colours.marked;
   size_t sz = MGC_WOSIZE_HD(hd);
   if (tag >= MGC_TAG_NO_SCAN || tag == MGC_TAG_CONT)
     return;
@@ -221,7 +248,7 @@ static void check_fields(struct verifier *vf, mgc_value v, word hd,
   }
   for (size_t i = start; i < sz; i++) {
     mgc_value f = (mgc_value)LOAD_RELAXED(AWORD(&MGC_FIELD(v, i)));
-    struct where w = {NULL, v, i, young};
+    struct where w = {NULL, v, i, young, need_marked};
     check_value(vf, f, &w);
     if (!young && IS_YOUNG_BLOCK(f) &&
         !wset_has(&vf->remembered, (word)&MGC_FIELD(v, i))) {
@@ -244,7 +271,7 @@ static void check_major_block(struct verifier *vf, word *hp, size_t max_wh,
     return;
   }
   if (COLOUR_HD(hd) == mgc_colours.garbage) {
-    if (swept || vf->expect_no_garbage)
+    if (swept || vf->cycle_end)
       report(vf, "GARBAGE block %p in a swept pool (invariant 26)", (void *)v);
     return;
   }
@@ -355,23 +382,92 @@ static void check_table(struct verifier *vf, struct mgc_dom *d,
 
 static void check_root(void *ctx, mgc_value v, mgc_value *slot) {
   (void)slot;
-  struct where w = {"a local root", 0, 0, false};
-  check_value(ctx, v, &w);
+  struct verifier *vf = ctx;
+  struct where w = {"a local root", 0, 0, false, vf->cycle_end};
+  check_value(vf, v, &w);
 }
 
 static bool check_global(void *ctx, mgc_value v, const char *what) {
-  struct where w = {what, 0, 0, false};
-  return check_value(ctx, v, &w);
+  struct verifier *vf = ctx;
+  struct where w = {what, 0, 0, false, vf->cycle_end};
+  return check_value(vf, v, &w);
+}
+
+/* One ephemeron of a domain's lists. */
+static void check_ephemeron(void *ctx, mgc_value e) {
+  struct verifier *vf = ctx;
+  word *hp = (word *)e - 1;
+  if (!MGC_IS_BLOCK(e) || mgc_is_young(e) ||
+      !(pool_slot(vf, hp) || wset_has(&vf->large, (word)hp))) {
+    report(vf, "ephemeron list holds %p, not a major block", (void *)e);
+    return;
+  }
+  word hd = LOAD_RELAXED(AWORD(hp));
+  if (hd == 0 || MGC_TAG_HD(hd) != MGC_TAG_ABSTRACT ||
+      MGC_WOSIZE_HD(hd) <= MGC_EPHE_FIRST_KEY ||
+      COLOUR_HD(hd) == mgc_colours.garbage ||
+      (vf->cycle_end && COLOUR_HD(hd) != mgc_colours.marked)) {
+    report(vf, "ephemeron %p: bad header %#lx on its domain's list", (void *)e,
+           (unsigned long)hd);
+    return;
+  }
+  size_t size = MGC_WOSIZE_HD(hd);
+  bool keys_alive = true;
+  for (size_t i = MGC_EPHE_DATA_OFFSET; i < size; i++) {
+    mgc_value f = (mgc_value)LOAD_RELAXED(AWORD(&MGC_FIELD(e, i)));
+    if (f == MGC_EPHE_NONE || MGC_IS_INT(f))
+      continue;
+    bool is_data = i == MGC_EPHE_DATA_OFFSET;
+    struct where w = {NULL, e, i, false, false};
+    if (!check_value(vf, f, &w))
+      continue;
+    if (IS_YOUNG_BLOCK(f) &&
+        !wset_has(&vf->ephe_slots, (word)&MGC_FIELD(e, i))) {
+      report(vf,
+             "ephemeron %p: young %s %p not in any ephemeron table "
+             "(invariant 10)",
+             (void *)e, is_data ? "data" : "key", (void *)f);
+    } else if (!is_data && vf->cycle_end && !mgc_is_young(f) &&
+               mgc_is_unmarked(f)) {
+      keys_alive = false;
+      report(vf,
+             "ephemeron %p: dead key %p not emptied by the end of the "
+             "cycle (DESIGN §6.8)",
+             (void *)e, (void *)f);
+    }
+  }
+  mgc_value data =
+      (mgc_value)LOAD_RELAXED(AWORD(&MGC_FIELD(e, MGC_EPHE_DATA_OFFSET)));
+  if (vf->cycle_end && keys_alive && data != MGC_EPHE_NONE &&
+      MGC_IS_BLOCK(data) && !mgc_is_young(data) && mgc_is_unmarked(data))
+    report(vf,
+           "ephemeron %p: data %p unmarked though every key is alive "
+           "(invariant 33)",
+           (void *)e, (void *)data);
+}
+
+static void check_finalised(void *ctx, mgc_value v, bool queued, bool old) {
+  struct verifier *vf = ctx;
+  struct where w = {queued ? "a value waiting for its finaliser"
+                           : "a finalised value",
+                    0, 0, false, vf->cycle_end};
+  if (!MGC_IS_BLOCK(v) || v == 0) {
+    report(vf, "%s is %#lx, not a block", w.what, (unsigned long)v);
+    return;
+  }
+  if (check_value(vf, v, &w) && old && mgc_is_young(v))
+    report(vf, "%s %p is young in the old part of its table", w.what,
+           (void *)v);
 }
 
 static void report_global(void *ctx, const char *msg) {
   report(ctx, "%s", msg);
 }
 
-static int verify_world(bool expect_no_garbage) {
+static int verify_world(bool cycle_end) {
   struct verifier vf;
   memset(&vf, 0, sizeof vf);
-  vf.expect_no_garbage = expect_no_garbage;
+  vf.cycle_end = cycle_end;
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   struct mgc_dom **parts = mgc_rt.participants;
   for (int i = 0; i < n; i++) {
@@ -381,8 +477,13 @@ static int verify_world(bool expect_no_garbage) {
     size_t cnt = mgc_table_count(&d->major_ref);
     for (size_t k = 0; k < cnt; k++)
       wset_add(&vf.remembered, (word)((mgc_value **)d->major_ref.base)[k]);
+    cnt = mgc_table_count(&d->ephe_ref);
+    struct ephe_ref_entry *er = (struct ephe_ref_entry *)d->ephe_ref.base;
+    for (size_t k = 0; k < cnt; k++)
+      wset_add(&vf.ephe_slots, (word)&MGC_FIELD(er[k].ephe, er[k].offset));
     check_table(&vf, d, &d->major_ref, "major_ref");
     check_table(&vf, d, &d->custom, "custom");
+    check_table(&vf, d, &d->ephe_ref, "ephe_ref");
   }
   mgc_heap_for_each_orphan(index_pool, index_large, &vf);
   for (int i = 0; i < n; i++) {
@@ -390,9 +491,12 @@ static int verify_world(bool expect_no_garbage) {
     mgc_heap_for_each(parts[i], check_pool, check_large, &vf);
     check_young_fields(&vf, parts[i]);
     mgc_scan_local_roots(parts[i], check_root, &vf);
+    mgc_ephe_for_each(parts[i], check_ephemeron, &vf);
+    mgc_final_for_each(parts[i], check_finalised, &vf);
   }
   vf.owner = NULL;
   mgc_heap_for_each_orphan(check_pool, check_large, &vf);
+  mgc_ephe_for_each_orphan(check_ephemeron, &vf);
   mgc_verify_global_roots_with(check_global, report_global, &vf);
   size_t expect = vf.pool_count * POOL_WORDS + vf.large_words;
   size_t heap = LOAD_RELAXED(&mgc_rt.heap_words);
@@ -403,13 +507,14 @@ static int verify_world(bool expect_no_garbage) {
   free(vf.large.keys);
   free(vf.young.keys);
   free(vf.remembered.keys);
+  free(vf.ephe_slots.keys);
   if (vf.errors > 20)
     fprintf(stderr, "mgc: verify: ... %d errors in all\n", vf.errors);
   return vf.errors ? -1 : 0;
 }
 
 /* Called by one domain while all are stopped, at a cycle end before the
-   colours rotate: everything has been swept. */
+   colours rotate: everything has been swept and marking is complete. */
 int mgc_verify_from_stw(void) {
   int r = verify_world(true);
   if (r)
