@@ -10,18 +10,27 @@
 BENCH_OUT := $(BUILD)/bench
 BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Wpedantic
 BENCH_WORKLOADS := binarytrees gcbench remset mt-binarytrees alloc survive
+# Collector features without a malloc equivalent: mgc, Boehm and OCaml only.
+BENCH_GC_WORKLOADS := ephemerons finalisers
 # OCaml 4.13 has no domains: no OCaml mt-binarytrees.
-BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive
+BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive \
+  $(BENCH_GC_WORKLOADS)
+# Another OCaml: make bench-build OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt
+# (with BENCH_OUT=build/bench-ocaml5 to keep both builds).
+OCAMLOPT ?= ocamlopt
 
 BENCH_HAVE_BOEHM := $(shell $(CC) -E -include gc.h -x c /dev/null \
   >/dev/null 2>&1 && echo yes)
 BENCH_HAVE_MIMALLOC := $(shell $(CC) -E -include mimalloc.h -x c /dev/null \
   >/dev/null 2>&1 && echo yes)
-BENCH_HAVE_OCAML := $(shell command -v ocamlopt >/dev/null 2>&1 && echo yes)
+BENCH_HAVE_OCAML := $(shell command -v $(OCAMLOPT) >/dev/null 2>&1 && \
+  echo yes)
 
-BENCH_MGC := $(addprefix $(BENCH_OUT)/,$(BENCH_WORKLOADS))
-BENCH_MALLOC := $(addsuffix -malloc,$(BENCH_MGC))
-BENCH_MIMALLOC := $(addsuffix -mimalloc,$(BENCH_MGC))
+BENCH_MALLOC_BASE := $(addprefix $(BENCH_OUT)/,$(BENCH_WORKLOADS))
+BENCH_MGC := $(BENCH_MALLOC_BASE) \
+  $(addprefix $(BENCH_OUT)/,$(BENCH_GC_WORKLOADS))
+BENCH_MALLOC := $(addsuffix -malloc,$(BENCH_MALLOC_BASE))
+BENCH_MIMALLOC := $(addsuffix -mimalloc,$(BENCH_MALLOC_BASE))
 BENCH_BOEHM := $(addsuffix -boehm,$(BENCH_MGC))
 BENCH_OCAML := $(addprefix $(BENCH_OUT)/,\
   $(addsuffix -ocaml,$(BENCH_OCAML_WORKLOADS)))
@@ -62,7 +71,7 @@ $(BENCH_BOEHM): $(BENCH_OUT)/%-boehm: bench/%-boehm.c $(BENCH_HEADERS) \
 # ocamlopt leaves .cmi/.cmx/.o beside its source: compile a copy in build/.
 $(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml | $(BENCH_OUT)/ocaml
 	cp $< $(BENCH_OUT)/ocaml/$*.ml
-	ocamlopt -unsafe -inline 200 -o $@ $(BENCH_OUT)/ocaml/$*.ml
+	$(OCAMLOPT) -unsafe -inline 200 -o $@ $(BENCH_OUT)/ocaml/$*.ml
 
 # Collection request to all domains stopped, with domains blocked in read().
 $(BENCH_OUT)/stw-latency: bench/stw-latency.c bench/mgc_bench.h \

@@ -49,6 +49,8 @@ static const struct workload_def defaults[] = {
     {"mt-binarytrees-4", "mt-binarytrees", "20 4", "16 4"},
     {"alloc", "alloc", "1000000000", "40000000"},
     {"survive", "survive", "4000000", "200000"},
+    {"ephemerons", "ephemerons", "1000000", "100000"},
+    {"finalisers", "finalisers", "10000000", "500000"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -160,6 +162,27 @@ static long long expect_survive(long long rounds) {
   return s;
 }
 
+/* The sum of the memo values f(k) over the lookups of live keys: which
+   lookups hit does not change the value returned (ephemerons.c). */
+static long long expect_ephemerons(long long steps) {
+  const long long w = 10000;
+  long long s = 0;
+  uint64_t x = 20240601;
+  for (long long i = 0; i < steps; i++) {
+    uint64_t r;
+    x = (x * 0x5DEECE66DULL + 0xB) & ((1ULL << 48) - 1);
+    r = x >> 16;
+    if (r % 8 != 0) {
+      long long k = i + 1 + (long long)((r >> 3) % (uint64_t)w);
+      s += k * k % 1000003;
+    }
+  }
+  return s;
+}
+
+/* Every finaliser runs once and adds its object's id, 0 .. n-1. */
+static long long expect_finalisers(long long n) { return n * (n - 1) / 2; }
+
 /* The first of the args, or dflt. */
 static long long first_arg(const char *args, long long dflt) {
   char *end;
@@ -182,6 +205,10 @@ static void set_expected(struct workload *w) {
     w->expected = first_arg(w->args, 1000000000) / 4;
   else if (strcmp(p, "survive") == 0)
     w->expected = expect_survive(first_arg(w->args, 4000000));
+  else if (strcmp(p, "ephemerons") == 0)
+    w->expected = expect_ephemerons(first_arg(w->args, 1000000));
+  else if (strcmp(p, "finalisers") == 0)
+    w->expected = expect_finalisers(first_arg(w->args, 10000000));
   else
     w->has_expected = 0;
   if (len >= sizeof first)

@@ -28,7 +28,8 @@ static inline void mgc_bench_finish(void) {
           " minor_pause_p99_us=%.3f minor_pause_max_us=%.3f"
           " stw_latency_p99_us=%.3f stw_latency_max_us=%.3f"
           " major_words=%llu major_slices=%llu"
-          " forced_major_collections=%llu remset_overflows=%llu\n",
+          " forced_major_collections=%llu remset_overflows=%llu"
+          " major_stw_pause_p99_us=%.3f major_stw_pause_max_us=%.3f\n",
           (unsigned long long)s.minor_collections,
           (unsigned long long)s.major_collections,
           (unsigned long long)s.minor_words,
@@ -40,7 +41,8 @@ static inline void mgc_bench_finish(void) {
           (unsigned long long)s.major_words,
           (unsigned long long)s.major_slices,
           (unsigned long long)s.forced_major_collections,
-          (unsigned long long)s.remset_overflows);
+          (unsigned long long)s.remset_overflows,
+          s.major_stw_pause_p99_ns / 1e3, s.major_stw_pause_max_ns / 1e3);
   mgc_shutdown();
 }
 

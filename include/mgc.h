@@ -229,10 +229,13 @@ static inline mgc_value mgc_alloc_small(size_t wosize, unsigned tag) {
 }
 
 /* Any size (0: a static atom).  Blocks of more than 256 words go to the
-   major heap.  Scanned fields start as MGC_UNIT, others as zero bytes. */
+   major heap.  Scanned fields start as MGC_UNIT, others as zero bytes.
+   Like every allocation but mgc_alloc_shr, it may collect; except a large
+   closure, which must get its code pointers and closure info (with
+   mgc_modify) before the next allocation or poll. */
 MGC_API mgc_value mgc_alloc(size_t wosize, unsigned tag);
 /* In the major heap; scanned fields start as MGC_UNIT; set them with
-   mgc_initialize. */
+   mgc_initialize.  Never collects (not a safepoint). */
 MGC_API mgc_value mgc_alloc_shr(size_t wosize, unsigned tag);
 /* As mgc_alloc, with the header's 8 reserved bits set. */
 MGC_API mgc_value mgc_alloc_reserved(size_t wosize, unsigned tag,
@@ -410,8 +413,8 @@ MGC_API void mgc_leave_blocking_section(void);
    block, young or old, of any domain.  A weak array is an ephemeron whose
    data is never set.  Read and write the slots only with the calls below
    (they cooperate with the collector; a direct store is a bug).  Every
-   call may be made from any domain; none of them allocates except the
-   creators, and none collects.  Misuse (not an ephemeron, an index out of
+   call may be made from any domain; only the creators allocate (and may
+   collect, as every allocation).  Misuse (not an ephemeron, an index out of
    range, a size of 0 or beyond MGC_EPHE_MAX_KEYS) goes to the fatal
    handler with a message naming the call. */
 #define MGC_EPHE_DATA_OFFSET 1
@@ -421,8 +424,8 @@ MGC_API void mgc_leave_blocking_section(void);
 extern MGC_API const mgc_header mgc_ephe_none_block[2];
 #define MGC_EPHE_NONE ((mgc_value)&mgc_ephe_none_block[1])
 
-/* A new ephemeron with nkeys empty keys and no data (in the major heap;
-   may start a collection's work, never moves other values). */
+/* A new ephemeron with nkeys empty keys and no data, in the major heap.
+   An allocation: it may collect (root what you hold across it). */
 MGC_API mgc_value mgc_ephe_create(size_t nkeys);
 MGC_API size_t mgc_ephe_num_keys(mgc_value e);
 /* k = MGC_EPHE_NONE empties the slot, as unset does. */

@@ -85,6 +85,20 @@ mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
   return v;
 }
 
+/* A major allocation is a safepoint too (OCaml's caml_check_urgent_gc):
+   a program that allocates only large or major blocks would otherwise
+   never run the slices those allocations request.  The new block is
+   rooted meanwhile and returned, possibly moved. */
+mgc_value mgc_check_urgent_gc(struct mgc_dom *d, mgc_value v) {
+  if (MGC_LIKELY(d->fast.young_ptr >=
+                 __atomic_load_n(&d->fast.young_limit, __ATOMIC_RELAXED)))
+    return v;
+  MGC_PARAM1(v);
+  mgc_handle_gc_interrupt(d);
+  mgc_final_run_at_safepoint(d);
+  MGC_RETURN(v);
+}
+
 static mgc_value alloc_any(const char *fn, size_t wosize, unsigned tag,
                            unsigned reserved) {
   struct mgc_dom *d = mgc_self_or_fatal(fn);
@@ -97,6 +111,11 @@ static mgc_value alloc_any(const char *fn, size_t wosize, unsigned tag,
     fill(v, wosize, tag);
   } else {
     v = mgc_alloc_major(d, wosize, tag, reserved, true);
+    /* Not for a closure: until its closure info is written the marker
+       would take its code pointers for values (they are written after
+       the call, before the next safepoint). */
+    if (tag != MGC_TAG_CLOSURE)
+      v = mgc_check_urgent_gc(d, v);
   }
   return v;
 }
@@ -223,6 +242,7 @@ mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes, size_t mem,
     MGC_FIELD(v, 0) = (mgc_value)ops;
     if (mem)
       mgc_adjust_gc_speed(d, mem, max);
+    v = mgc_check_urgent_gc(d, v);
   }
   return v;
 }

@@ -356,21 +356,33 @@ struct mgc_domain {
 
 /* Leaves the participant set (invariant 37), looping until nothing is left
    to do under all_domains_lock. */
+/* Takes all_domains_lock at a moment when no section runs and nothing is
+   asked of d; serves the sections meanwhile (without doing d's own work
+   again: a section of its own may still be finishing on other domains). */
+static void lock_between_sections(struct mgc_dom *d) {
+  for (;;) {
+    pthread_mutex_lock(&mgc_rt.all_domains_lock);
+    if (LOAD_RELAXED(&mgc_rt.stw_leader) == NULL &&
+        !atomic_load(&d->interrupt_pending))
+      return;
+    pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+    if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
+      mgc_stw_participate(d);
+    else
+      sched_yield();
+  }
+}
+
 static void domain_terminate(struct mgc_dom *d) {
   d->terminating = true;
   for (;;) {
     mgc_major_domain_terminate(d);
-    pthread_mutex_lock(&mgc_rt.all_domains_lock);
-    if (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL ||
-        atomic_load(&d->interrupt_pending) || !mgc_major_domain_done(d) ||
-        d->fast.young_ptr != d->young_end ||
+    lock_between_sections(d);
+    if (!mgc_major_domain_done(d) || d->fast.young_ptr != d->young_end ||
         mgc_table_count(&d->major_ref) != 0 ||
         mgc_table_count(&d->ephe_ref) != 0) {
+      /* A section served meanwhile gave d work again (a cycle start). */
       pthread_mutex_unlock(&mgc_rt.all_domains_lock);
-      if (atomic_load_explicit(&d->interrupt_pending, memory_order_acquire))
-        mgc_stw_participate(d);
-      else
-        sched_yield();
       continue;
     }
     int n = LOAD_RELAXED(&mgc_rt.n_participants);

@@ -336,6 +336,10 @@ void mgc_final_join(struct mgc_dom *d) {
   d->final->updated_first = d->final->updated_last = true;
 }
 
+bool mgc_final_settled_first(struct mgc_dom *d) {
+  return d->final->updated_first;
+}
+
 bool mgc_final_settled(struct mgc_dom *d) {
   return d->final->updated_first && d->final->updated_last;
 }
@@ -364,13 +368,15 @@ void mgc_final_orphan(struct mgc_dom *d) {
               "finalisers orphaned outside the main marking phase");
     f = d->final; /* unchanged: finishing a cycle keeps the tables */
     MGC_ASSERT(f->first.old == f->first.young && f->last.old == f->last.young);
+    /* The flags are read before the hand-over: an adopter may free f as
+       soon as it is on the list. */
+    struct mgc_final_info *fresh = mgc_final_info_new();
+    fresh->updated_first = f->updated_first;
+    fresh->updated_last = f->updated_last;
     pthread_mutex_lock(&orphan_lock);
     f->next = LOAD_RELAXED(&orphans);
     STORE_RELEASE(&orphans, f);
     pthread_mutex_unlock(&orphan_lock);
-    struct mgc_final_info *fresh = mgc_final_info_new();
-    fresh->updated_first = f->updated_first;
-    fresh->updated_last = f->updated_last;
     d->final = fresh;
     atomic_fetch_sub_explicit(&mgc_rt.counts.orphaning_finalisers, 1,
                               memory_order_relaxed);

@@ -213,7 +213,7 @@ bool mgc_heap_sweep_done(struct mgc_dom *d);
 void mgc_heap_cycle_start(struct mgc_dom *d);   /* STW: all pools unswept */
 void mgc_heap_orphan(struct mgc_dom *d);        /* terminating domain */
 void mgc_heap_adopt_orphans(struct mgc_dom *d); /* STW */
-void mgc_heap_release_free_pools(bool all);     /* STW, single domain */
+void mgc_heap_release_free_pools(bool all);     /* any, pool_lock */
 void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
@@ -310,6 +310,7 @@ void mgc_major_domain_join(struct mgc_dom *d);      /* under the lock */
 void mgc_major_domain_terminate(struct mgc_dom *d); /* loop body */
 bool mgc_major_domain_done(struct mgc_dom *d);
 void mgc_request_global_slices(struct mgc_dom *self);
+void mgc_request_global_slices_once(struct mgc_dom *d); /* minor.c */
 void mgc_major_init(void);
 /* White-box test knob: cap the mark stack at this many entries (0 = the
    normal rule). */
@@ -342,6 +343,8 @@ void mgc_ephe_teardown(void);
 intptr_t mgc_ephe_mark_step(struct mgc_dom *d, intptr_t budget, bool *reopened);
 void mgc_ephe_marking_drained(void); /* a domain's marking just ended */
 bool mgc_ephe_marking_stable(void);
+bool mgc_ephe_pass_due(struct mgc_dom *d);
+uint64_t mgc_ephe_round(void);
 intptr_t mgc_ephe_sweep_step(struct mgc_dom *d, intptr_t budget);
 bool mgc_ephe_sweep_pending(struct mgc_dom *d);
 int mgc_ephe_start_sweep_phase(struct mgc_dom **parts, int n); /* single */
@@ -385,6 +388,7 @@ bool mgc_final_wants_safepoint(struct mgc_dom *d);
 void mgc_final_run_at_safepoint(struct mgc_dom *d);
 void mgc_final_join(struct mgc_dom *d); /* a new domain: nothing to examine */
 bool mgc_final_settled(struct mgc_dom *d); /* both updates counted */
+bool mgc_final_settled_first(struct mgc_dom *d);
 /* Verifier: every value of d's tables; queued says whether it waits for
    its finaliser (a root) or is only watched. */
 void mgc_final_for_each(struct mgc_dom *d,
@@ -627,6 +631,7 @@ mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved);
 mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved, bool fill);
+mgc_value mgc_check_urgent_gc(struct mgc_dom *d, mgc_value v);
 
 /* ------------------------------------------------------------------------ */
 /* stats.c, verify.c, events.c                                               */

@@ -43,7 +43,6 @@
  */
 #include "internal.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -470,7 +469,9 @@ static const char *phase_name(enum mgc_phase p) {
    drained first (a drain may re-open marking), then the last to arrive
    decides, on counts that nobody can change any more, and may go through
    both marking phases at once (a cycle without finalisers to examine). */
-static void change_phase_body(struct mgc_dom *d, int n,
+static bool decided_cycle_end; /* by the last arriver, read after */
+
+static bool change_phase_body(struct mgc_dom *d, int n,
                               struct mgc_dom **parts) {
   uint64_t t0 = mgc_now_ns();
   mgc_grey_drain(d);
@@ -488,16 +489,19 @@ static void change_phase_body(struct mgc_dom *d, int n,
       /* Every domain runs a slice for the new phase (its updates). */
       atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     }
+    decided_cycle_end = complete_sweep_ephe();
     mgc_stw_barrier_release();
   }
+  bool end = decided_cycle_end;
   mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
+  return end;
 }
 
 static void stw_change_phase(struct mgc_dom *d, void *data, int idx, int n,
                              struct mgc_dom **parts) {
   (void)data;
   (void)idx;
-  change_phase_body(d, n, parts);
+  (void)change_phase_body(d, n, parts);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -546,6 +550,13 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
   /* Marking is complete: what the barrier buffered is marked already. */
   mgc_grey_drain(d);
   if (mgc_stw_barrier_begin(n)) {
+    /* Decided again on counts nobody can change now: a slice outside the
+       section may have read them at different moments. */
+    decided_cycle_end = complete_sweep_ephe();
+    if (!decided_cycle_end) {
+      mgc_stw_barrier_release();
+      goto out;
+    }
     MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_mark) == 0);
     MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_sweep) == 0);
     MGC_ASSERT(LOAD_RELAXED(&mgc_rt.counts.to_ephe_sweep) == 0);
@@ -555,13 +566,21 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
     atomic_fetch_add_explicit(&mgc_rt.major_cycles, 1, memory_order_relaxed);
     if (forced)
       atomic_fetch_add_explicit(&mgc_rt.forced_major, 1, memory_order_relaxed);
-    mgc_heap_release_free_pools(false);
     reset_counts(n);
+    /* The finished cycle's work is all done: a debt left over means the
+       allocation overestimated it, and is not carried into the next cycle
+       (which would only shorten it). */
+    STORE_RELAXED(&mgc_rt.work_paid, LOAD_RELAXED(&mgc_rt.work_owed));
     atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     mgc_log(MGC_VERBOSE_MAJOR, "major cycle %llu ends, heap %zu words",
             (unsigned long long)LOAD_RELAXED(&mgc_rt.major_cycles),
             (size_t)LOAD_RELAXED(&mgc_rt.heap_words));
     mgc_stw_barrier_release();
+  }
+out:
+  if (!decided_cycle_end) {
+    mgc_trace_end(d, "cycle_end");
+    return;
   }
   mgc_heap_cycle_start(d);
   if (idx == 0)
@@ -605,10 +624,6 @@ struct slice {
   int64_t target;  /* SLICE_AUTO: the value of work_paid to reach */
   intptr_t budget; /* SLICE_BUDGET: words left */
   intptr_t done;
-  /* SLICE_IN_STW */
-  int idx, n;
-  struct mgc_dom **parts;
-  bool forced;
 };
 
 /* The next chunk of work the slice may do, 0 when it is over.  Between
@@ -631,16 +646,48 @@ static void pay(struct slice *s, intptr_t w) {
   s->done += w;
 }
 
-static void change_phase(struct slice *s) {
-  if (s->mode == SLICE_IN_STW)
-    change_phase_body(s->d, s->n, s->parts);
-  else
-    mgc_try_run_on_all_domains(s->d, stw_change_phase, NULL, NULL);
+/* Asks the other domains for a slice when the state of the cycle (its
+   number, phase, ephemeron round) changed since the last such request:
+   each state needs every domain's part once, and asking again for the
+   same state would only interrupt them for nothing. */
+static _Atomic uint64_t last_request_stamp;
+
+static void request_slices_for_phase(struct mgc_dom *d) {
+  if (mgc_single_domain())
+    return;
+  uint64_t stamp = (LOAD_RELAXED(&mgc_rt.major_cycles) << 34) ^
+                   ((uint64_t)mgc_gc_phase() << 32) ^ mgc_ephe_round();
+  uint64_t last = LOAD_RELAXED(&last_request_stamp);
+  /* Relaxed CAS: it only elects the domain that sends the requests. */
+  if (last != stamp && atomic_compare_exchange_strong_explicit(
+                           &last_request_stamp, &last, stamp,
+                           memory_order_relaxed, memory_order_relaxed))
+    mgc_request_global_slices(d);
+}
+
+/* A domain's part of the current phase that cannot wait for a budget:
+   without it the phase cannot end, whatever the others do. */
+static bool owes_phase_work(struct mgc_dom *d) {
+  enum mgc_phase ph = mgc_gc_phase();
+  return (ph == PHASE_MARK_FINAL && !mgc_final_settled_first(d)) ||
+         (ph == PHASE_SWEEP_EPHE &&
+          (!mgc_final_settled(d) || mgc_ephe_sweep_pending(d))) ||
+         (ph != PHASE_SWEEP_EPHE && mgc_ephe_pass_due(d));
+}
+
+#define PHASE_WORK_CHUNK 4096
+
+/* The chunk for phase work: the slice's, or a small one when its budget
+   is spent (a domain asked by the others must still do its part). */
+static intptr_t phase_chunk(struct slice *s) {
+  intptr_t c = chunk(s);
+  return c > 0 ? c : PHASE_WORK_CHUNK;
 }
 
 /* The slice order of DESIGN §6.10: sweep, mark, this phase's finaliser
-   update, adoption of orphans, ephemeron rounds or sweeping, then a phase
-   change when the counts allow one.  Returns whether the cycle may end. */
+   update, adoption of orphans, ephemeron rounds or sweeping, then (outside
+   a STW section) a phase change when the counts allow one.  Returns
+   whether the counts allow the cycle to end. */
 static bool run_slice(struct slice *s) {
   struct mgc_dom *d = s->d;
   uint64_t cycle = LOAD_RELAXED(&mgc_rt.major_cycles);
@@ -652,54 +699,67 @@ static bool run_slice(struct slice *s) {
   for (;;) {
     while ((!d->marking_done || d->grey_count) && (c = chunk(s)) > 0)
       pay(s, mark(d, c));
-    if (chunk(s) <= 0)
+    if (chunk(s) <= 0 && !owes_phase_work(d))
       break;
     enum mgc_phase ph = mgc_gc_phase();
     if (ph == PHASE_MARK_FINAL && mgc_final_update_first(d)) {
       mgc_count_down(&mgc_rt.counts.to_final_first);
-      if (!d->marking_done)
+      if (!d->marking_done && chunk(s) > 0)
         continue;
     }
     if (ph == PHASE_SWEEP_EPHE && mgc_final_update_last(d))
       mgc_count_down(&mgc_rt.counts.to_final_last);
-    if (ph == PHASE_MARK_MAIN) {
-      mgc_ephe_adopt(d);
+    /* Ephemerons may be orphaned in any phase (cleaned first during
+       PHASE_SWEEP_EPHE); finalisers only in PHASE_MARK_MAIN. */
+    mgc_ephe_adopt(d);
+    if (ph == PHASE_MARK_MAIN)
       mgc_final_adopt(d);
-    }
+    /* chunk() may serve a section that changes the phase, or ends the
+       cycle: the phase is read again after each. */
     if (ph != PHASE_SWEEP_EPHE) {
       bool reopened = false;
-      while ((c = chunk(s)) > 0) {
+      while (mgc_gc_phase() != PHASE_SWEEP_EPHE) {
+        c = phase_chunk(s);
         intptr_t w = mgc_ephe_mark_step(d, c, &reopened);
         pay(s, w);
-        if (w < c || reopened)
+        if (w < c || reopened || chunk(s) <= 0)
           break;
       }
-      if (reopened)
+      if (reopened && chunk(s) > 0)
         continue;
     } else {
-      while (mgc_ephe_sweep_pending(d) && (c = chunk(s)) > 0)
-        pay(s, mgc_ephe_sweep_step(d, c));
+      while (mgc_gc_phase() == PHASE_SWEEP_EPHE && mgc_ephe_sweep_pending(d)) {
+        pay(s, mgc_ephe_sweep_step(d, phase_chunk(s)));
+        if (chunk(s) <= 0)
+          break;
+      }
     }
-    if (complete_main() || complete_final()) {
+    if (s->mode != SLICE_IN_STW && (complete_main() || complete_final())) {
       enum mgc_phase before = mgc_gc_phase();
-      change_phase(s);
+      mgc_try_run_on_all_domains(d, stw_change_phase, NULL, NULL);
       if (mgc_gc_phase() != before &&
           LOAD_RELAXED(&mgc_rt.major_cycles) == cycle)
         continue;
     }
     break;
   }
-  return complete_sweep_ephe() && LOAD_RELAXED(&mgc_rt.major_cycles) == cycle;
+  if (s->mode == SLICE_IN_STW)
+    return false;
+  if (complete_sweep_ephe())
+    return LOAD_RELAXED(&mgc_rt.major_cycles) == cycle;
+  /* The phase waits for other domains: ask them for a slice, so that an
+     idle or blocked one does its part (once per state of the cycle). */
+  if (!owes_phase_work(d) && d->marking_done && d->sweeping_done)
+    request_slices_for_phase(d);
+  return false;
 }
 
 static void end_cycle(struct slice *s) {
-  if (s->mode == SLICE_IN_STW) {
-    cycle_end_body(s->d, s->idx, s->n, s->parts, s->forced);
-    return;
-  }
   uint64_t start = LOAD_RELAXED(&mgc_rt.major_cycles);
-  while (LOAD_RELAXED(&mgc_rt.major_cycles) == start)
+  while (LOAD_RELAXED(&mgc_rt.major_cycles) == start && complete_sweep_ephe())
     mgc_try_run_on_all_domains(s->d, stw_cycle_end, NULL, NULL);
+  /* Outside the pause: unmapping pools takes a system call each. */
+  mgc_heap_release_free_pools(false);
 }
 
 /* Adds what this domain allocated in the major heap since its last slice,
@@ -766,11 +826,13 @@ struct finish_request {
   bool forced;
 };
 
-/* Every participant runs slices without limit until the cycle has ended,
-   changing phases at barriers (OCaml's stw_finish_major_cycle).  The
-   barrier buffers are drained before anyone looks at the counts: from
-   then on nothing re-opens marking, so a count that allows a phase change
-   keeps allowing it until every participant has arrived. */
+/* Every participant does all the work it can, then meets the others at a
+   barrier where the last to arrive changes the phase or decides the cycle
+   end (on counts nobody changes while all wait there), until the cycle has
+   ended.  A domain never commits to a barrier on its own reading of the
+   counts: another domain's ephemeron pass may still start a new round that
+   needs this domain's pass too (OCaml's stw_finish_major_cycle, made safe
+   against that). */
 static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
                              struct mgc_dom **parts) {
   struct finish_request r = *(struct finish_request *)data;
@@ -785,14 +847,9 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
   struct slice s;
   while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start) {
     start_slice(&s, d, 0, SLICE_IN_STW);
-    s.idx = idx;
-    s.n = n;
-    s.parts = parts;
-    s.forced = r.forced;
-    if (run_slice(&s))
-      end_cycle(&s);
-    else if (s.done == 0)
-      sched_yield(); /* waiting for the others' work */
+    run_slice(&s);
+    if (change_phase_body(d, n, parts))
+      cycle_end_body(d, idx, n, parts, r.forced);
   }
   mgc_trace_end(d, "major_finish");
 }
@@ -805,6 +862,7 @@ void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced) {
     while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start)
       mgc_try_run_on_all_domains(d, stw_finish_cycle, &r, NULL);
   }
+  mgc_heap_release_free_pools(false);
   mgc_reset_young_limit(d);
 }
 

@@ -124,7 +124,7 @@ void mgc_request_major_slice(struct mgc_dom *d) {
    do their part of each phase. */
 static _Atomic uint64_t global_slice_minor;
 
-static void request_slices_once_per_minor(struct mgc_dom *d) {
+void mgc_request_global_slices_once(struct mgc_dom *d) {
   if (mgc_single_domain())
     return;
   uint64_t m = LOAD_RELAXED(&mgc_minor_gcs_started);
@@ -145,7 +145,7 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
     } else {
       d->requested_major_slice = true;
       d->young_trigger = d->young_start;
-      request_slices_once_per_minor(d);
+      mgc_request_global_slices_once(d);
     }
   }
   if (slice_requested(d))

@@ -390,7 +390,8 @@ void mgc_heap_adopt_orphans(struct mgc_dom *d) {
   d->heap.sweep_cls = 0;
 }
 
-/* STW: gives cached free pools back to the OS unless all is set, keeping
+/* Any domain (under pool_lock), after a cycle end, outside its pause:
+   gives cached free pools back to the OS unless all is set, keeping
    as many as half the pools in use (at least 64): a heap that breathes
    from one cycle to the next would otherwise unmap and fault the same
    pages in again every cycle.  Pools kept mapped do not raise the peak

@@ -109,8 +109,14 @@ static void record_pass(struct mgc_dom *d, uint64_t r) {
   pthread_mutex_unlock(&ephe_lock);
 }
 
+/* Both counts read together, under the lock that changes them: two
+   separate loads could pair a count from before a change with one from
+   after it and see a stability that never was. */
 bool mgc_ephe_marking_stable(void) {
-  return LOAD_ACQUIRE(&domains_with_todo) == LOAD_ACQUIRE(&domains_done);
+  pthread_mutex_lock(&ephe_lock);
+  bool stable = LOAD_RELAXED(&domains_with_todo) == LOAD_RELAXED(&domains_done);
+  pthread_mutex_unlock(&ephe_lock);
+  return stable;
 }
 
 /* STW, single domain (the cycle start): every participant has a todo list
@@ -267,6 +273,14 @@ static intptr_t ephe_mark(struct mgc_dom *d, intptr_t budget, uint64_t r,
   info->cursor_round = r;
   info->cursor = prev;
   return budget;
+}
+
+/* d has ephemerons to examine and has not passed over them in the
+   current round. */
+uint64_t mgc_ephe_round(void) { return LOAD_ACQUIRE(&round_no); }
+
+bool mgc_ephe_pass_due(struct mgc_dom *d) {
+  return d->ephe.todo && LOAD_ACQUIRE(&round_no) > d->ephe.round;
 }
 
 intptr_t mgc_ephe_mark_step(struct mgc_dom *d, intptr_t budget,
@@ -474,7 +488,7 @@ static mgc_value create(const char *fn, size_t nkeys) {
      set by the mutator, which holds it: nothing for the rounds to do). */
   LINK(e) = d->ephe.live;
   d->ephe.live = e;
-  return e;
+  return mgc_check_urgent_gc(d, e);
 }
 
 /* Stores v; a young v is recorded unless the slot held a young value
