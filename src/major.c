@@ -56,6 +56,7 @@ _Atomic size_t mgc_mark_stack_prunes;
 #define CSET_CHUNK_WORDS 64
 #define CSET_CHUNK_MASK ((word)(CSET_CHUNK_WORDS * WORD) - 1)
 #define SHORT_RANGE 64 /* ranges up to this many fields may be compressed */
+#define SHORT_BLOCK 8  /* blocks scanned before they are pushed */
 
 /* ------------------------------------------------------------------------ */
 /* Mark stack and compressed set                                            */
@@ -255,9 +256,11 @@ static void reopen_marking(struct mgc_dom *d) {
   atomic_fetch_add_explicit(&mgc_rt.counts.to_mark, 1, memory_order_relaxed);
 }
 
-/* Marks v if it is UNMARKED and pushes its fields; returns the work. */
-static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
-                                  word unmarked) {
+/* Marks v if it is UNMARKED and pushes its fields; returns the work.
+   may_reopen: d's marking may be over (a darkening from outside the mark
+   loop), in which case pushing work re-opens it. */
+static inline intptr_t mark_block_with(struct mgc_dom *d, mgc_value v,
+                                       word unmarked, bool may_reopen) {
   word hd = LOAD_RELAXED(HDR_PTR(v));
   if (MGC_UNLIKELY(MGC_TAG_HD(hd) == MGC_TAG_INFIX)) {
     v -= (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
@@ -265,13 +268,38 @@ static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
   }
   if (COLOUR_HD(hd) != unmarked || !set_marked(v, hd))
     return 0;
+  /* Marking anything from outside the mark loop re-opens marking, pushed
+     or not: when it drains again a new ephemeron round starts, and a pass
+     that ran before this block was marked (it may be a key) is redone. */
+  if (may_reopen && MGC_UNLIKELY(d->marking_done))
+    reopen_marking(d);
   size_t wosize = MGC_WOSIZE_HD(hd);
   if (MGC_TAG_HD(hd) >= MGC_TAG_NO_SCAN || wosize == 0)
     return 1 + (intptr_t)wosize;
-  if (MGC_UNLIKELY(d->marking_done))
-    reopen_marking(d);
-  mark_stack_push(&d->mark, scan_start(v, hd), (mgc_value *)v + wosize);
+  mgc_value *start = scan_start(v, hd), *end = (mgc_value *)v + wosize;
+  if (end - start <= SHORT_BLOCK) {
+    /* A short block with nothing to mark in it is not pushed (DESIGN
+       §6.4): leaves, boxed integers.  A field stored later holds a value
+       the mutator had, marked by the snapshot; what it overwrites is
+       darkened by the barrier.  Acquire loads: see mark_loop. */
+    mgc_value *p = start;
+    while (p < end) {
+      mgc_value f = (mgc_value)LOAD_ACQUIRE(AWORD(p));
+      if (MGC_IS_BLOCK(f) && !mgc_is_young(f))
+        break;
+      p++;
+    }
+    if (p == end)
+      return 1 + (intptr_t)wosize;
+  }
+  mark_stack_push(&d->mark, start, end);
   return 1;
+}
+
+/* Inside the mark loop, marking is not over. */
+static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
+                                  word unmarked) {
+  return mark_block_with(d, v, unmarked, false);
 }
 
 bool mgc_is_unmarked(mgc_value v) {
@@ -285,7 +313,7 @@ bool mgc_is_unmarked(mgc_value v) {
 void mgc_darken(struct mgc_dom *d, mgc_value v) {
   if (!MGC_IS_BLOCK(v) || mgc_is_young(v) || v == 0)
     return;
-  mark_block(d, v, mgc_colours.unmarked);
+  mark_block_with(d, v, mgc_colours.unmarked, true);
 }
 
 /* Darkens the values the write barrier buffered, prefetching their headers
@@ -298,7 +326,7 @@ void mgc_grey_drain(struct mgc_dom *d) {
   for (size_t i = 0; i < n; i++) {
     if (i + 8 < n)
       __builtin_prefetch((word *)d->grey[i + 8] - 1, 1);
-    mark_block(d, d->grey[i], unmarked);
+    mark_block_with(d, d->grey[i], unmarked, true);
   }
   d->grey_count = 0;
 }
