@@ -37,8 +37,13 @@ struct free_pool {
 /* Global state under pool_lock. */
 static struct free_pool *free_pools;
 static size_t free_pool_count;
-static struct pool *orphan_pools;
+/* Orphans by size class, each list with its last link, so that adoption
+   at a cycle start (in the pause) splices whole lists: an adopted pool
+   takes its owner when it is first swept. */
+static struct pool *orphan_pools[NUM_SIZE_CLASSES];
+static struct pool **orphan_pools_end[NUM_SIZE_CLASSES];
 static struct large *orphan_large;
+static struct large **orphan_large_end;
 static size_t orphan_large_words;
 static size_t total_pools_in_use;
 
@@ -151,6 +156,7 @@ static inline void push_pool(struct pool **list, struct pool *p) {
    alike.  The pool then goes to avail, full, or back to the cache. */
 static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   size_t wh = mgc_class_whsize[p->cls];
+  p->owner = d;
   word *s = pool_first_slot(p), *end = p->bump;
   /* Sweeping is a sequential scan: a quarter of the cost of marking a
      word, in the units of the pacing. */
@@ -351,7 +357,9 @@ void mgc_heap_orphan(struct mgc_dom *d) {
       while (p) {
         struct pool *n = p->next;
         p->owner = NULL;
-        push_pool(&orphan_pools, p);
+        if (!orphan_pools[c])
+          orphan_pools_end[c] = &p->next;
+        push_pool(&orphan_pools[c], p);
         p = n;
       }
     }
@@ -360,6 +368,8 @@ void mgc_heap_orphan(struct mgc_dom *d) {
   while (d->heap.large) {
     struct large *l = d->heap.large;
     d->heap.large = l->next;
+    if (!orphan_large)
+      orphan_large_end = &l->next;
     l->next = orphan_large;
     orphan_large = l;
     orphan_large_words += l->whsize;
@@ -369,22 +379,23 @@ void mgc_heap_orphan(struct mgc_dom *d) {
 }
 
 /* STW (single domain, right after the colour rotation): d takes every
-   orphan into its unswept lists. */
+   orphan into its unswept lists, a list per class at a time (a walk over
+   thousands of pools would lengthen the pause by a millisecond). */
 void mgc_heap_adopt_orphans(struct mgc_dom *d) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  while (orphan_pools) {
-    struct pool *p = orphan_pools;
-    orphan_pools = p->next;
-    p->owner = d;
-    push_pool(&d->heap.unswept_full[p->cls], p);
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
+    if (!orphan_pools[c])
+      continue;
+    *orphan_pools_end[c] = d->heap.unswept_full[c];
+    d->heap.unswept_full[c] = orphan_pools[c];
+    orphan_pools[c] = NULL;
   }
-  while (orphan_large) {
-    struct large *l = orphan_large;
-    orphan_large = l->next;
-    l->next = d->heap.unswept_large;
-    d->heap.unswept_large = l;
-    d->heap.large_words += l->whsize;
+  if (orphan_large) {
+    *orphan_large_end = d->heap.unswept_large;
+    d->heap.unswept_large = orphan_large;
+    orphan_large = NULL;
   }
+  d->heap.large_words += orphan_large_words;
   orphan_large_words = 0;
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   d->heap.sweep_cls = 0;
@@ -468,16 +479,17 @@ void mgc_heap_init(void) {
   init_class_table();
   free_pools = NULL;
   free_pool_count = 0;
-  orphan_pools = NULL;
+  memset(orphan_pools, 0, sizeof orphan_pools);
   orphan_large = NULL;
   orphan_large_words = 0;
   total_pools_in_use = 0;
 }
 
 void mgc_heap_teardown(void) {
-  release_pool_list(orphan_pools);
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++)
+    release_pool_list(orphan_pools[c]);
   free_large_list(orphan_large);
-  orphan_pools = NULL;
+  memset(orphan_pools, 0, sizeof orphan_pools);
   orphan_large = NULL;
   mgc_heap_release_free_pools(true);
 }
@@ -506,8 +518,9 @@ void mgc_heap_for_each(struct mgc_dom *d,
 void mgc_heap_for_each_orphan(void (*pool_f)(void *, struct pool *, bool),
                               void (*large_f)(void *, word *, bool),
                               void *data) {
-  for (struct pool *p = orphan_pools; p; p = p->next)
-    pool_f(data, p, true);
+  for (int c = 0; c < NUM_SIZE_CLASSES; c++)
+    for (struct pool *p = orphan_pools[c]; p; p = p->next)
+      pool_f(data, p, true);
   for (struct large *l = orphan_large; l; l = l->next)
     large_f(data, (word *)(l + 1), true);
 }

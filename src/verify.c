@@ -298,7 +298,8 @@ static void index_large(void *data, word *hp, bool swept) {
 
 static void check_pool(void *data, struct pool *p, bool swept) {
   struct verifier *vf = data;
-  if (p->owner != vf->owner)
+  /* An adopted pool takes its owner when it is first swept. */
+  if (p->owner != vf->owner && !(p->owner == NULL && !swept))
     report(vf, "pool %p owned by %p found in the lists of %p (inv. 29)",
            (void *)p, (void *)p->owner, (void *)vf->owner);
   if (p->cls == 0 || p->cls >= NUM_SIZE_CLASSES) {
