@@ -525,33 +525,44 @@ size_t mgc_ephe_num_keys(mgc_value e) {
   return checked_keys("mgc_ephe_num_keys", e);
 }
 
-void mgc_ephe_set_key(mgc_value e, size_t i, mgc_value k) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_ephe_set_key");
-  size_t off = checked_key_offset("mgc_ephe_set_key", e, i);
-  MGC_CHECK(k != 0, "mgc_ephe_set_key: NULL is not a value");
+/* The key slots, shared by the ephemeron and weak array calls; fn names
+   the call in error messages. */
+static void key_set(const char *fn, mgc_value e, size_t i, mgc_value k) {
+  struct mgc_dom *d = mgc_self_or_fatal(fn);
+  size_t off = checked_key_offset(fn, e, i);
+  MGC_CHECK(k != 0, "%s: NULL is not a value", fn);
   clean_key(e, off);
   do_set(d, e, off, k);
 }
 
-void mgc_ephe_unset_key(mgc_value e, size_t i) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_ephe_unset_key");
-  size_t off = checked_key_offset("mgc_ephe_unset_key", e, i);
-  clean_key(e, off);
-  do_set(d, e, off, NONE);
-}
-
-int mgc_ephe_get_key(mgc_value e, size_t i, mgc_value *out) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_ephe_get_key");
-  size_t off = checked_key_offset("mgc_ephe_get_key", e, i);
+static int key_get(const char *fn, mgc_value e, size_t i, mgc_value *out) {
+  struct mgc_dom *d = mgc_self_or_fatal(fn);
+  size_t off = checked_key_offset(fn, e, i);
   clean_key(e, off);
   return get_field(d, e, off, out);
 }
 
-int mgc_ephe_check_key(mgc_value e, size_t i) {
-  mgc_self_or_fatal("mgc_ephe_check_key");
-  size_t off = checked_key_offset("mgc_ephe_check_key", e, i);
+static int key_check(const char *fn, mgc_value e, size_t i) {
+  mgc_self_or_fatal(fn);
+  size_t off = checked_key_offset(fn, e, i);
   clean_key(e, off);
   return (mgc_value)LOAD_ACQUIRE(field_ptr(e, off)) != NONE;
+}
+
+void mgc_ephe_set_key(mgc_value e, size_t i, mgc_value k) {
+  key_set("mgc_ephe_set_key", e, i, k);
+}
+
+void mgc_ephe_unset_key(mgc_value e, size_t i) {
+  key_set("mgc_ephe_unset_key", e, i, NONE);
+}
+
+int mgc_ephe_get_key(mgc_value e, size_t i, mgc_value *out) {
+  return key_get("mgc_ephe_get_key", e, i, out);
+}
+
+int mgc_ephe_check_key(mgc_value e, size_t i) {
+  return key_check("mgc_ephe_check_key", e, i);
 }
 
 void mgc_ephe_set_data(mgc_value e, mgc_value v) {
@@ -628,32 +639,19 @@ size_t mgc_weak_length(mgc_value w) {
 }
 
 void mgc_weak_set(mgc_value w, size_t i, mgc_value v) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_weak_set");
-  size_t off = checked_key_offset("mgc_weak_set", w, i);
-  MGC_CHECK(v != 0, "mgc_weak_set: NULL is not a value");
-  clean_key(w, off);
-  do_set(d, w, off, v);
+  key_set("mgc_weak_set", w, i, v);
 }
 
 void mgc_weak_unset(mgc_value w, size_t i) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_weak_unset");
-  size_t off = checked_key_offset("mgc_weak_unset", w, i);
-  clean_key(w, off);
-  do_set(d, w, off, NONE);
+  key_set("mgc_weak_unset", w, i, NONE);
 }
 
 int mgc_weak_get(mgc_value w, size_t i, mgc_value *out) {
-  struct mgc_dom *d = mgc_self_or_fatal("mgc_weak_get");
-  size_t off = checked_key_offset("mgc_weak_get", w, i);
-  clean_key(w, off);
-  return get_field(d, w, off, out);
+  return key_get("mgc_weak_get", w, i, out);
 }
 
 int mgc_weak_check(mgc_value w, size_t i) {
-  mgc_self_or_fatal("mgc_weak_check");
-  size_t off = checked_key_offset("mgc_weak_check", w, i);
-  clean_key(w, off);
-  return (mgc_value)LOAD_ACQUIRE(field_ptr(w, off)) != NONE;
+  return key_check("mgc_weak_check", w, i);
 }
 
 /* ------------------------------------------------------------------------ */
