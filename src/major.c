@@ -259,8 +259,9 @@ static void reopen_marking(struct mgc_dom *d) {
 /* Marks v if it is UNMARKED and pushes its fields; returns the work.
    may_reopen: d's marking may be over (a darkening from outside the mark
    loop), in which case pushing work re-opens it. */
-static inline intptr_t mark_block_with(struct mgc_dom *d, mgc_value v,
-                                       word unmarked, bool may_reopen) {
+static inline __attribute__((always_inline)) intptr_t
+mark_block_with(struct mgc_dom *d, mgc_value v, word unmarked,
+                bool may_reopen) {
   word hd = LOAD_RELAXED(HDR_PTR(v));
   if (MGC_UNLIKELY(MGC_TAG_HD(hd) == MGC_TAG_INFIX)) {
     v -= (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
@@ -278,17 +279,13 @@ static inline intptr_t mark_block_with(struct mgc_dom *d, mgc_value v,
     return 1 + (intptr_t)wosize;
   mgc_value *start = scan_start(v, hd), *end = (mgc_value *)v + wosize;
   if (end - start <= SHORT_BLOCK) {
-    /* A short block with nothing to mark in it is not pushed (DESIGN
-       §6.4): leaves, boxed integers.  A field stored later holds a value
+    /* A short block holding only integers is not pushed (DESIGN §6.4):
+       leaves, boxed integers.  A field stored later holds a value
        the mutator had, marked by the snapshot; what it overwrites is
        darkened by the barrier.  Acquire loads: see mark_loop. */
     mgc_value *p = start;
-    while (p < end) {
-      mgc_value f = (mgc_value)LOAD_ACQUIRE(AWORD(p));
-      if (MGC_IS_BLOCK(f) && !mgc_is_young(f))
-        break;
+    while (p < end && MGC_IS_INT((mgc_value)LOAD_ACQUIRE(AWORD(p))))
       p++;
-    }
     if (p == end)
       return 1 + (intptr_t)wosize;
   }
