@@ -310,7 +310,6 @@ void mgc_major_domain_join(struct mgc_dom *d);      /* under the lock */
 void mgc_major_domain_terminate(struct mgc_dom *d); /* loop body */
 bool mgc_major_domain_done(struct mgc_dom *d);
 void mgc_request_global_slices(struct mgc_dom *self);
-void mgc_request_global_slices_once(struct mgc_dom *d); /* minor.c */
 void mgc_major_init(void);
 /* White-box test knob: cap the mark stack at this many entries (0 = the
    normal rule). */

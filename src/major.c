@@ -648,7 +648,6 @@ struct slice {
   enum slice_mode mode;
   int64_t target;  /* SLICE_AUTO: the value of work_paid to reach */
   intptr_t budget; /* SLICE_BUDGET: words left */
-  intptr_t done;
 };
 
 /* The next chunk of work the slice may do, 0 when it is over.  Between
@@ -668,7 +667,6 @@ static intptr_t chunk(struct slice *s) {
 static void pay(struct slice *s, intptr_t w) {
   mgc_pay_work(w);
   s->budget -= w;
-  s->done += w;
 }
 
 /* Asks the other domains for a slice when the state of the cycle (its

@@ -124,7 +124,7 @@ void mgc_request_major_slice(struct mgc_dom *d) {
    do their part of each phase. */
 static _Atomic uint64_t global_slice_minor;
 
-void mgc_request_global_slices_once(struct mgc_dom *d) {
+static void request_global_slices_once(struct mgc_dom *d) {
   if (mgc_single_domain())
     return;
   uint64_t m = LOAD_RELAXED(&mgc_minor_gcs_started);
@@ -145,7 +145,7 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
     } else {
       d->requested_major_slice = true;
       d->young_trigger = d->young_start;
-      mgc_request_global_slices_once(d);
+      request_global_slices_once(d);
     }
   }
   if (slice_requested(d))
@@ -452,12 +452,14 @@ static void mopup(struct promote_ctx *c) {
     word hd = LOAD_RELAXED(HDR_PTR(copy));
     size_t sz = MGC_WOSIZE_HD(hd);
     size_t i = 1;
-    if (MGC_TAG_HD(hd) == MGC_TAG_CLOSURE && closure_env_start(v, sz) >= 2) {
+    size_t env =
+        MGC_TAG_HD(hd) == MGC_TAG_CLOSURE ? closure_env_start(v, sz) : 0;
+    if (env >= 2) {
       /* The prefix is in place already (copy_closure_prefix); only the
          closure info in field 1, overwritten by the todo link, is
          restored.  Field 0 is a code pointer. */
       MGC_FIELD(copy, 1) = MGC_FIELD(v, 1);
-      i = closure_env_start(v, sz);
+      i = env;
     } else {
       mgc_value f = MGC_FIELD(copy, 0);
       if (IS_YOUNG_BLOCK(f))
