@@ -202,11 +202,13 @@ static void clean(struct mgc_dom *d, mgc_value e) {
 
 /* Before a key slot is read or written: a dead key empties itself and the
    data (DESIGN §6.8, "accessors"). */
-static void clean_key(mgc_value e, size_t off) {
+static void clean_key(struct mgc_dom *d, mgc_value e, size_t off) {
   if (mgc_gc_phase() != PHASE_SWEEP_EPHE)
     return;
   mgc_value data = (mgc_value)LOAD_ACQUIRE(field_ptr(e, MGC_EPHE_DATA_OFFSET));
-  mgc_value k = (mgc_value)LOAD_ACQUIRE(field_ptr(e, off));
+  /* The key as clean() sees it (after the Forward short-cut), so that an
+     accessor and the sweep never disagree on whether it is dead. */
+  mgc_value k = key_value(d, e, off);
   if (dead_candidate(k)) {
     clear_field(e, off, k);
     if (data != NONE)
@@ -531,21 +533,21 @@ static void key_set(const char *fn, mgc_value e, size_t i, mgc_value k) {
   struct mgc_dom *d = mgc_self_or_fatal(fn);
   size_t off = checked_key_offset(fn, e, i);
   MGC_CHECK(k != 0, "%s: NULL is not a value", fn);
-  clean_key(e, off);
+  clean_key(d, e, off);
   do_set(d, e, off, k);
 }
 
 static int key_get(const char *fn, mgc_value e, size_t i, mgc_value *out) {
   struct mgc_dom *d = mgc_self_or_fatal(fn);
   size_t off = checked_key_offset(fn, e, i);
-  clean_key(e, off);
+  clean_key(d, e, off);
   return get_field(d, e, off, out);
 }
 
 static int key_check(const char *fn, mgc_value e, size_t i) {
-  mgc_self_or_fatal(fn);
+  struct mgc_dom *d = mgc_self_or_fatal(fn);
   size_t off = checked_key_offset(fn, e, i);
-  clean_key(e, off);
+  clean_key(d, e, off);
   return (mgc_value)LOAD_ACQUIRE(field_ptr(e, off)) != NONE;
 }
 
