@@ -148,6 +148,8 @@ typedef struct mgc_params {
   int manual_finalisers;        /* F: 1 = finalisers run only when
                                    mgc_run_finalisers is called (see
                                    Finalisers); default 0 */
+  size_t fiber_max_words;       /* l: the most slots a fiber may grow to;
+                                   default 128M (OCaml's stack limit) */
 } mgc_params;
 
 /* Verbose mask bits (v=). */
@@ -487,6 +489,126 @@ MGC_API int mgc_finalisers_pending(void);
 /* Called once per batch of due finalisers in manual mode; must not
    allocate (set a flag, then call mgc_run_finalisers later); NULL removes. */
 MGC_API void mgc_set_finalisers_pending_hook(void (*hook)(void));
+
+/* ------------------------------------------------------------------------ */
+/* Continuations: fibers and embedder stacks                                */
+/* ------------------------------------------------------------------------ */
+
+/* A stack is memory outside the heap holding values: an mgc_fiber (a
+   growable value stack owned by the library) or an embedder's own stack
+   (an interpreter's frames), which embeds an mgc_stack as its first member
+   and registers scan and free functions.  Every stack is in one of two
+   states:
+   - held by a domain (the one that created it or last took it): it is a
+     root of that domain, scanned at every minor collection and at the start
+     of every major cycle (by the domain, or by its backup thread while it
+     sits in a blocking section).  Its slots are written without a write
+     barrier, like a machine stack, and only by the holding domain.
+   - inside a continuation: a two-field MGC_TAG_CONT block (OCaml 5.2's
+     layout) whose field 0 is the stack's address + 1 and whose field 1 is
+     an opaque word the collector never reads (MGC_UNIT at creation; set it
+     with a plain store, copied verbatim when the block is promoted).  The
+     stack is scanned when its continuation is promoted or marked, is
+     darkened before it is taken while marking runs, and is freed when the
+     continuation is found dead (a dead young one after the minor collection
+     that finds it, a dead major one when its block is swept) unless it was
+     taken before.
+   A domain that terminates frees the stacks it still holds (their values
+   are dropped; pass them to mgc_cont_new first to keep them).  mgc_shutdown
+   frees every stack, held or inside a continuation. */
+typedef struct mgc_stack mgc_stack;
+typedef struct mgc_stack_ops {
+  /* Calls act(data, *slot, slot) on every live slot of s; the collector
+     may store into *slot (a promoted value's new address).  Must not
+     allocate, call into mgc or block; runs on any domain or backup
+     thread, inside a collection. */
+  void (*scan)(mgc_stack *s, mgc_scanning_action act, void *data);
+  /* Releases s; called once, when s is dropped (mgc_stack_free, a dead
+     continuation, a terminating domain, mgc_shutdown).  Must not call into
+     mgc (it may run inside a collection, on any domain). */
+  void (*free)(mgc_stack *s);
+} mgc_stack_ops;
+
+/* The library's part of a stack; its fields are private. */
+struct mgc_stack {
+  const mgc_stack_ops *ops;
+  struct mgc_stack *prev, *next; /* the holder's list */
+  void *holder;                  /* the holding domain, or NULL */
+  uint64_t verify_stamp;
+  int state; /* held, in a continuation, freed */
+  int magic;
+};
+
+/* Embedder stacks.  s becomes held by the calling domain. */
+MGC_API void mgc_stack_register(mgc_stack *s, const mgc_stack_ops *ops);
+/* Drops a held stack: it stops being a root and ops->free(s) is called. */
+MGC_API void mgc_stack_free(mgc_stack *s);
+/* The continuation holding s (held by the calling domain), as
+   mgc_cont_new. */
+MGC_API mgc_value mgc_cont_new_stack(mgc_stack *s);
+/* Takes the stack out of continuation k, fiber or embedder stack, as
+   mgc_cont_take; NULL when it was taken already. */
+MGC_API mgc_stack *mgc_cont_take_stack(mgc_value k);
+
+/* Fibers.  The layout is visible for the inline calls below; use only
+   the calls.  While held, slots 0 .. depth - 1 are live (slot 0 is the
+   first pushed). */
+typedef struct mgc_fiber {
+  mgc_stack stack;
+  mgc_value *slots;
+  size_t depth;
+  size_t limit; /* capacity while held, 0 otherwise */
+  size_t capacity;
+} mgc_fiber;
+
+/* A fiber with room for capacity slots (0: a small default), held by the
+   calling domain.  It grows on demand up to the l parameter (words); NULL
+   with MGC_ENOMEM when the memory is not there. */
+MGC_API mgc_fiber *mgc_fiber_new(size_t capacity);
+/* Drops a held fiber and its values. */
+MGC_API void mgc_fiber_free(mgc_fiber *f);
+MGC_API void mgc_fiber_push_slow(mgc_fiber *f, mgc_value v);
+MGC_API mgc_value mgc_fiber_pop_slow(mgc_fiber *f);
+MGC_API mgc_value *mgc_fiber_bad_slot(mgc_fiber *f, size_t i);
+
+/* Pushes v on a held fiber, growing it (past the l parameter: the OOM
+   handler, then a fatal error). */
+static inline void mgc_fiber_push(mgc_fiber *f, mgc_value v) {
+  if (MGC_LIKELY(f->depth < f->limit))
+    f->slots[f->depth++] = v;
+  else
+    mgc_fiber_push_slow(f, v);
+}
+/* Pops the last value pushed (a fatal error on an empty fiber). */
+static inline mgc_value mgc_fiber_pop(mgc_fiber *f) {
+  size_t d = f->depth - 1; /* SIZE_MAX when empty */
+  if (MGC_LIKELY(d < f->limit)) {
+    f->depth = d;
+    return f->slots[d];
+  }
+  return mgc_fiber_pop_slow(f);
+}
+static inline size_t mgc_fiber_depth(const mgc_fiber *f) { return f->depth; }
+static inline mgc_value *mgc_fiber_slot_ptr(mgc_fiber *f, size_t i) {
+  if (MGC_UNLIKELY(i >= f->depth || f->limit == 0))
+    return mgc_fiber_bad_slot(f, i);
+  return &f->slots[i];
+}
+/* Slot i (< depth) of a held fiber, an lvalue: plain loads and stores, no
+   write barrier.  A slot past the depth, or of a fiber that is not held, is
+   a fatal error. */
+#define MGC_FIBER_SLOT(f, i) (*mgc_fiber_slot_ptr((f), (i)))
+
+/* A new young MGC_TAG_CONT block holding f, which must be held by the
+   calling domain; f is no longer a root and may not be used until it is
+   taken back.  NULL, a fiber already inside a continuation, freed, or held
+   by another domain: a fatal error. */
+MGC_API mgc_value mgc_cont_new(mgc_fiber *f);
+/* Takes the fiber out of continuation k, from any domain; the calling
+   domain then holds it.  One-shot: of concurrent takers exactly one gets
+   the fiber, the others (and every later call) get NULL.  k not a
+   continuation, or holding an embedder stack: a fatal error. */
+MGC_API mgc_fiber *mgc_cont_take(mgc_value k);
 
 /* ------------------------------------------------------------------------ */
 /* Collection control and statistics                                        */

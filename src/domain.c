@@ -86,6 +86,7 @@ static struct mgc_dom *dom_prepare(int id) {
   mgc_table_init(&d->major_ref, sizeof(mgc_value *));
   mgc_table_init(&d->custom, sizeof(struct custom_entry));
   mgc_table_init(&d->ephe_ref, sizeof(struct ephe_ref_entry));
+  mgc_stacks_init_domain(d);
   d->extra_minor_resources = 0;
   atomic_store(&d->interrupt_pending, 0);
   memset(&d->heap, 0, sizeof d->heap);
@@ -113,6 +114,7 @@ static void dom_release_memory(struct mgc_dom *d) {
   mgc_table_free(&d->major_ref);
   mgc_table_free(&d->custom);
   mgc_table_free(&d->ephe_ref);
+  mgc_table_free(&d->conts);
   mgc_final_info_free(d->final);
   d->final = NULL;
   mgc_mark_stack_free(&d->mark);
@@ -309,6 +311,7 @@ void mgc_shutdown(void) {
     mgc_stats_print();
   stop_backup(d);
   mgc_trace_close();
+  mgc_stacks_teardown();
   for (size_t i = 0; i < mgc_rt.max_domains; i++) {
     struct mgc_dom *s = mgc_rt.slots[i];
     if (!s)
@@ -375,6 +378,8 @@ static void lock_between_sections(struct mgc_dom *d) {
 
 static void domain_terminate(struct mgc_dom *d) {
   d->terminating = true;
+  /* Stacks still held die with their domain (mgc.h, Continuations). */
+  mgc_stacks_release_held(d);
   for (;;) {
     mgc_major_domain_terminate(d);
     lock_between_sections(d);

@@ -68,6 +68,7 @@ typedef _Atomic word aword;
 _Noreturn void mgc_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 _Noreturn void mgc_out_of_memory(size_t bytes, const char *what);
+void mgc_call_oom_handler(size_t bytes);
 void mgc_log(unsigned mask, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void mgc_set_last_error(int err);
@@ -244,6 +245,11 @@ struct mark_stack {
   struct mark_entry *stack;
   size_t count;
   size_t capacity;
+  /* Continuations found UNMARKED, to lock and scan (DESIGN §6.4): kept
+     apart so that a chain of continuations is marked without recursion. */
+  mgc_value *conts;
+  size_t conts_count;
+  size_t conts_capacity;
   /* compressed set: open addressing, keys are 64-word-aligned addresses */
   word *cset_keys;
   uint64_t *cset_bits;
@@ -395,6 +401,36 @@ void mgc_final_for_each(struct mgc_dom *d,
                         void *ctx);
 
 /* ------------------------------------------------------------------------ */
+/* fiber.c: fibers, embedder stacks and continuations (DESIGN §5.6)          */
+/* ------------------------------------------------------------------------ */
+
+enum { STACK_HELD = 1, STACK_IN_CONT = 2, STACK_FREED = 3 };
+#define STACK_MAGIC 0x57AC4B1D
+/* Field 0 of a continuation whose stack was taken: Val_ptr(NULL). */
+#define CONT_EMPTY ((word)1)
+
+/* The stack of a continuation's field 0, or NULL once taken. */
+static inline mgc_stack *mgc_cont_field_stack(word f0) {
+  return f0 == CONT_EMPTY ? NULL : (mgc_stack *)(f0 - 1);
+}
+void mgc_stack_scan(mgc_stack *s, mgc_root_action f, void *ctx);
+/* Every stack d holds is a root of d. */
+void mgc_stacks_scan_held(struct mgc_dom *d, mgc_root_action f, void *ctx);
+/* Frees the stacks d holds (a terminating domain, shutdown). */
+void mgc_stacks_release_held(struct mgc_dom *d);
+/* A dead continuation k (a young one after the minor end barrier, a major
+   one when swept): frees its stack unless it was taken. */
+void mgc_cont_dead(mgc_value k);
+/* STW, after the end barrier: d's young continuations that died. */
+void mgc_conts_after_minor(struct mgc_dom *d);
+void mgc_stacks_init_domain(struct mgc_dom *d);
+/* Shutdown: every stack still held or inside a continuation is freed. */
+void mgc_stacks_teardown(void);
+bool mgc_stack_is_fiber(const mgc_stack *s);
+/* major.c: the marking protocol for a continuation (DESIGN §6.4). */
+void mgc_darken_cont(struct mgc_dom *d, mgc_value k);
+
+/* ------------------------------------------------------------------------ */
 /* minor.c: minor heaps, allocation slow path, promotion (DESIGN §2, §5)     */
 /* ------------------------------------------------------------------------ */
 
@@ -505,6 +541,9 @@ struct mgc_dom {
   struct mgc_table major_ref; /* remembered set: mgc_value * entries */
   struct mgc_table custom;    /* struct custom_entry */
   struct mgc_table ephe_ref;  /* struct ephe_ref_entry */
+  struct mgc_table conts;     /* young continuations (mgc_value) */
+  /* Sentinel of the stacks this domain holds (invariant 24a). */
+  mgc_stack held_stacks;
   double extra_minor_resources;
 
   /* STW: set by the leader (release), cleared by the participant */

@@ -201,6 +201,7 @@ static bool mark_stack_refill(struct mark_stack *ms) {
 }
 
 void mgc_mark_stack_free(struct mark_stack *ms) {
+  free(ms->conts);
   free(ms->stack);
   free(ms->cset_keys);
   free(ms->cset_bits);
@@ -208,7 +209,7 @@ void mgc_mark_stack_free(struct mark_stack *ms) {
 }
 
 static inline bool mark_stack_empty(const struct mark_stack *ms) {
-  return ms->count == 0 && ms->cset_count == 0;
+  return ms->count == 0 && ms->cset_count == 0 && ms->conts_count == 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -256,6 +257,22 @@ static void reopen_marking(struct mgc_dom *d) {
   atomic_fetch_add_explicit(&mgc_rt.counts.to_mark, 1, memory_order_relaxed);
 }
 
+/* An UNMARKED continuation is put aside, still UNMARKED, to be locked and
+   scanned by the mark loop (scan_cont): marking a chain of continuations
+   needs no recursion.  It may be put aside twice; the second is a no-op. */
+static intptr_t push_cont(struct mgc_dom *d, mgc_value k, bool may_reopen) {
+  struct mark_stack *ms = &d->mark;
+  if (ms->conts_count == ms->conts_capacity) {
+    ms->conts_capacity = ms->conts_capacity ? 2 * ms->conts_capacity : 64;
+    ms->conts = mgc_xrealloc(ms->conts, ms->conts_capacity * sizeof(mgc_value),
+                             "mark stack (continuations)");
+  }
+  ms->conts[ms->conts_count++] = k;
+  if (may_reopen && MGC_UNLIKELY(d->marking_done))
+    reopen_marking(d);
+  return 1;
+}
+
 /* Marks v if it is UNMARKED and pushes its fields; returns the work.
    may_reopen: d's marking may be over (a darkening from outside the mark
    loop), in which case pushing work re-opens it. */
@@ -267,7 +284,11 @@ mark_block_with(struct mgc_dom *d, mgc_value v, word unmarked,
     v -= (mgc_value)(MGC_WOSIZE_HD(hd) * WORD);
     hd = LOAD_RELAXED(HDR_PTR(v));
   }
-  if (COLOUR_HD(hd) != unmarked || !set_marked(v, hd))
+  if (COLOUR_HD(hd) != unmarked)
+    return 0;
+  if (MGC_UNLIKELY(MGC_TAG_HD(hd) == MGC_TAG_CONT))
+    return push_cont(d, v, may_reopen);
+  if (!set_marked(v, hd))
     return 0;
   /* Marking anything from outside the mark loop re-opens marking, pushed
      or not: when it drains again a new ephemeron round starts, and a pass
@@ -305,6 +326,61 @@ bool mgc_is_unmarked(mgc_value v) {
     hd = LOAD_RELAXED(HDR_PTR(v - (mgc_value)(MGC_WOSIZE_HD(hd) * WORD)));
   return COLOUR_HD(hd) == mgc_colours.unmarked;
 }
+
+struct cont_scan {
+  struct mgc_dom *d;
+  word unmarked;
+  bool may_reopen;
+};
+
+static void mark_stack_slot(void *ctx, mgc_value v, mgc_value *slot) {
+  (void)slot;
+  struct cont_scan *cs = ctx;
+  if (MGC_IS_BLOCK(v) && v != 0 && !mgc_is_young(v))
+    mark_block_with(cs->d, v, cs->unmarked, cs->may_reopen);
+}
+
+/* The continuation protocol (DESIGN §6.4): whoever turns k from UNMARKED
+   into NOT_MARKABLE scans its stack, then stores MARKED; anyone else waits
+   until it sees MARKED.  So a stack is scanned once per cycle, and never
+   while it runs: a taker darkens first, and takes only after MARKED.
+   Acquire on the CAS and the waits, release on MARKED: the scanner's reads
+   of the stack happen before the taker's writes (fiber.c).  The stack's
+   values are marked from here (pushed, or set aside if continuations). */
+static intptr_t scan_cont(struct mgc_dom *d, mgc_value k, bool may_reopen) {
+  aword *hp = HDR_PTR(k);
+  word unmarked = mgc_colours.unmarked;
+  word hd = LOAD_ACQUIRE(hp);
+  for (;;) {
+    if (COLOUR_HD(hd) == unmarked) {
+      if (atomic_compare_exchange_weak_explicit(
+              hp, &hd, WITH_COLOUR(hd, NOT_MARKABLE), memory_order_acquire,
+              memory_order_acquire))
+        break;
+    } else if (COLOUR_HD(hd) == NOT_MARKABLE) {
+      mgc_cpu_relax();
+      hd = LOAD_ACQUIRE(hp);
+    } else {
+      return 0; /* MARKED: scanned already */
+    }
+  }
+  if (may_reopen && MGC_UNLIKELY(d->marking_done))
+    reopen_marking(d);
+  intptr_t work = 3;
+  mgc_stack *s =
+      mgc_cont_field_stack(LOAD_ACQUIRE(AWORD(&MGC_FIELD(k, 0)))); /* fiber.c */
+  if (s) {
+    struct cont_scan cs = {d, unmarked, may_reopen};
+    mgc_stack_scan(s, mark_stack_slot, &cs);
+    if (mgc_stack_is_fiber(s))
+      work += (intptr_t)((mgc_fiber *)s)->depth;
+  }
+  STORE_RELEASE(hp, WITH_COLOUR(hd, mgc_colours.marked));
+  return work;
+}
+
+/* A taker's darkening (fiber.c): the stack is scanned before it runs. */
+void mgc_darken_cont(struct mgc_dom *d, mgc_value k) { scan_cont(d, k, true); }
 
 /* Darkens one value now (roots, weak getters, finalised values). */
 void mgc_darken(struct mgc_dom *d, mgc_value v) {
@@ -367,8 +443,12 @@ static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
       }
       continue;
     }
-    if (head == tail)
-      break;
+    if (head == tail) {
+      if (ms->conts_count == 0)
+        break;
+      work += scan_cont(d, ms->conts[--ms->conts_count], false);
+      continue;
+    }
     work += mark_block(d, ring[head++ % MARK_RING], unmarked);
   }
   /* Nothing taken out of a range may be lost (invariant 36). */

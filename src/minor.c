@@ -398,13 +398,12 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
         return first;
       }
       *slot = copy + off;
-      if (sz > 1 && tag != MGC_TAG_CONT) {
+      if (sz > 1) {
+        /* A continuation too: mop-up scans its stack (DESIGN §5.6). */
         MGC_FIELD(copy, 1) = c->todo;
         c->todo = v;
         return first;
       }
-      if (tag == MGC_TAG_CONT)
-        return first; /* field 0 is a fiber, not a value */
       slot = &MGC_FIELD(copy, 0);
       v = f0;
     } else if (tag >= MGC_TAG_NO_SCAN) {
@@ -440,6 +439,8 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
   }
 }
 
+static void promote_action(void *ctx, mgc_value v, mgc_value *slot);
+
 /* Scans the todo list (DESIGN §5.4): for each promoted block, promote its
    copy's field 0 in place and fields 1.. from the original. */
 static void mopup(struct promote_ctx *c) {
@@ -451,6 +452,16 @@ static void mopup(struct promote_ctx *c) {
     __builtin_prefetch((void *)c->todo);
     word hd = LOAD_RELAXED(HDR_PTR(copy));
     size_t sz = MGC_WOSIZE_HD(hd);
+    if (MGC_UNLIKELY(MGC_TAG_HD(hd) == MGC_TAG_CONT)) {
+      /* Field 0 is the stack (copied before the forwarding), field 1 an
+         opaque word.  Only the winner gets here: it scans the stack, whose
+         slots were written without a barrier (invariant 24). */
+      MGC_FIELD(copy, 1) = MGC_FIELD(v, 1);
+      mgc_stack *s = mgc_cont_field_stack((word)MGC_FIELD(copy, 0));
+      if (s)
+        mgc_stack_scan(s, promote_action, c);
+      continue;
+    }
     size_t i = 1;
     size_t env =
         MGC_TAG_HD(hd) == MGC_TAG_CLOSURE ? closure_env_start(v, sz) : 0;
@@ -588,6 +599,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_trace_end(d, "minor");
   mgc_call_hook(&mgc_rt.minor_end_hook);
   mgc_custom_after_minor(d);
+  mgc_conts_after_minor(d);
   mgc_final_after_minor(d);
 #if MGC_DEBUG >= 2
   poison_minor_heap(used_from, d->young_end);

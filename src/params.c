@@ -16,6 +16,8 @@
 #define MIN_MINOR_WORDS (MGC_MAX_YOUNG_WOSIZE + 1)
 #define MAX_MINOR_WORDS ((size_t)1 << 32) /* 32 GiB per domain */
 #define MAX_DOMAINS 4096
+#define MIN_FIBER_WORDS 16
+#define MAX_FIBER_WORDS ((size_t)1 << 40)
 
 static _Thread_local int last_error;
 
@@ -49,6 +51,7 @@ void mgc_params_default(mgc_params *p) {
   p->custom_major_ratio = 44;
   p->custom_minor_ratio = 100;
   p->custom_minor_max_size = 70000;
+  p->fiber_max_words = (size_t)128 << 20;
 }
 
 /* Parses a number with an optional k/M/G suffix; the whole text must be
@@ -116,7 +119,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
     return 0;
   }
   if (klen != 1)
-    return bad(item, klen, "unknown key (known: s o d v t V M m n F trace)");
+    return bad(item, klen, "unknown key (known: s o d v t V M m n F l trace)");
   uint64_t v;
   if (!parse_size(val, vlen, &v))
     return bad(item, klen, "not a number (decimal or 0x hex, k/M/G)");
@@ -168,8 +171,13 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
       return r;
     p->manual_finalisers = (int)v;
     return 0;
+  case 'l':
+    if ((r = check_range(item, klen, v, MIN_FIBER_WORDS, MAX_FIBER_WORDS)))
+      return r;
+    p->fiber_max_words = (size_t)v;
+    return 0;
   default:
-    return bad(item, klen, "unknown key (known: s o d v t V M m n F trace)");
+    return bad(item, klen, "unknown key (known: s o d v t V M m n F l trace)");
   }
 }
 
@@ -213,5 +221,8 @@ int mgc_params_validate(const mgc_params *p) {
     return bad("M", 1, "custom ratios must be at least 1");
   if (p->manual_finalisers < 0 || p->manual_finalisers > 1)
     return bad("F", 1, "manual_finalisers must be 0 or 1");
+  if (p->fiber_max_words < MIN_FIBER_WORDS ||
+      p->fiber_max_words > MAX_FIBER_WORDS)
+    return bad("l", 1, "fiber_max_words out of range [16, 2^40]");
   return 0;
 }

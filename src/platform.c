@@ -55,6 +55,13 @@ _Noreturn void mgc_fatal(const char *fmt, ...) {
   abort();
 }
 
+/* Calls the OOM handler if one is set; returns if it does. */
+void mgc_call_oom_handler(size_t bytes) {
+  void (*h)(size_t) = atomic_load_explicit(&oom_handler, memory_order_acquire);
+  if (h)
+    h(bytes);
+}
+
 _Noreturn void mgc_out_of_memory(size_t bytes, const char *what) {
   void (*h)(size_t) = atomic_load_explicit(&oom_handler, memory_order_acquire);
   if (h)

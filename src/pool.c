@@ -150,7 +150,8 @@ static inline void push_pool(struct pool **list, struct pool *p) {
 }
 
 /* Sweeps one pool (DESIGN §6.6): GARBAGE slots are freed (custom blocks
-   finalised first), every other colour is live.  Headers are read with
+   finalised first, continuations' stacks freed), every other colour is
+   live.  Headers are read with
    relaxed loads: another domain may be marking a live block right now
    (ocaml #12916); it can only turn UNMARKED into MARKED, which we treat
    alike.  The pool then goes to avail, full, or back to the cache. */
@@ -175,6 +176,8 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
         const mgc_custom_ops *ops = (const mgc_custom_ops *)s[1];
         if (ops && ops->finalize)
           ops->finalize((mgc_value)(s + 1));
+      } else if (MGC_TAG_HD(hd) == MGC_TAG_CONT) {
+        mgc_cont_dead((mgc_value)(s + 1));
       }
       STORE_RELAXED(AWORD(s), 0);
 #if MGC_DEBUG >= 2

@@ -207,6 +207,7 @@ void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx) {
   for (struct mgc_root_frame *fr = d->fast.local_roots; fr; fr = fr->prev)
     for (size_t i = 0; i < fr->count; i++)
       f(ctx, *fr->slots[i], fr->slots[i]);
+  mgc_stacks_scan_held(d, f, ctx);
   void (*hook)(mgc_scanning_action, void *) =
       atomic_load_explicit(&mgc_rt.scan_roots_hook, memory_order_acquire);
   if (hook)

@@ -97,6 +97,7 @@ struct verifier {
   size_t pool_count;
   size_t large_words;
   bool cycle_end;        /* marking complete, sweeping complete */
+  uint64_t stamp;        /* marks the stacks seen by this verification */
   struct mgc_dom *owner; /* pools being walked belong to this domain */
 };
 
@@ -215,6 +216,85 @@ static bool check_value(struct verifier *vf, mgc_value v,
   return false;
 }
 
+/* A stack's slots (invariants 1, 24b). */
+struct stack_check {
+  struct verifier *vf;
+  mgc_value cont; /* 0 for a held stack */
+  bool old;       /* inside an old continuation */
+  bool need_marked;
+};
+
+static void check_stack_slot(void *ctx, mgc_value v, mgc_value *slot) {
+  (void)slot;
+  struct stack_check *sc = ctx;
+  char what[96];
+  snprintf(what, sizeof what, "a slot of the stack of continuation %p",
+           (void *)sc->cont);
+  struct where w = {what, 0, 0, false, sc->need_marked};
+  check_value(sc->vf, v, &w);
+  if (sc->old && IS_YOUNG_BLOCK(v))
+    report(sc->vf,
+           "the stack of old continuation %p holds young %p (invariant 24b)",
+           (void *)sc->cont, (void *)v);
+}
+
+/* A stack is seen once per verification: in one continuation, or on the
+   held list of its holder (invariant 24a). */
+static bool stack_seen_once(struct verifier *vf, mgc_stack *s,
+                            const char *where) {
+  if (s->magic != STACK_MAGIC) {
+    report(vf, "%s: %p is not a live stack (bad magic)", where, (void *)s);
+    return false;
+  }
+  if (s->verify_stamp == vf->stamp) {
+    report(vf,
+           "%s: stack %p is also held or in another continuation "
+           "(invariant 24a)",
+           where, (void *)s);
+    return false;
+  }
+  s->verify_stamp = vf->stamp;
+  return true;
+}
+
+static void check_cont(struct verifier *vf, mgc_value k, bool young,
+                       bool need_marked) {
+  word f0 = (word)LOAD_RELAXED(AWORD(&MGC_FIELD(k, 0)));
+  if (f0 == CONT_EMPTY)
+    return;
+  if (!(f0 & 1)) {
+    report(vf, "continuation %p: field 0 %#lx is not a stack address + 1",
+           (void *)k, (unsigned long)f0);
+    return;
+  }
+  mgc_stack *s = mgc_cont_field_stack(f0);
+  char where[64];
+  snprintf(where, sizeof where, "continuation %p", (void *)k);
+  if (!stack_seen_once(vf, s, where))
+    return;
+  if (s->state != STACK_IN_CONT || s->holder != NULL)
+    report(vf,
+           "continuation %p: its stack %p is in state %d, not inside a "
+           "continuation (invariant 24a)",
+           (void *)k, (void *)s, s->state);
+  struct stack_check sc = {vf, k, !young, need_marked};
+  mgc_stack_scan(s, check_stack_slot, &sc);
+}
+
+static void check_held_stacks(struct verifier *vf, struct mgc_dom *d) {
+  for (mgc_stack *s = d->held_stacks.next; s != &d->held_stacks; s = s->next) {
+    char where[64];
+    snprintf(where, sizeof where, "domain %d's held stacks", d->id);
+    if (!stack_seen_once(vf, s, where))
+      return;
+    if (s->state != STACK_HELD || s->holder != d)
+      report(vf, "%s: stack %p in state %d held by %p (invariant 24a)", where,
+             (void *)s, s->state, s->holder);
+    if (s->next->prev != s)
+      report(vf, "%s: list broken after %p", where, (void *)s);
+  }
+}
+
 /* The fields of a block; young fields of a non-young block must be
    remembered (invariant 10). */
 static void check_fields(struct verifier *vf, mgc_value v, word hd,
@@ -223,7 +303,14 @@ static void check_fields(struct verifier *vf, mgc_value v, word hd,
   bool need_marked =
       vf->cycle_end && !young && COLOUR_HD(hd) == mgc_colours.marked;
   size_t sz = MGC_WOSIZE_HD(hd);
-  if (tag >= MGC_TAG_NO_SCAN || tag == MGC_TAG_CONT)
+  if (tag == MGC_TAG_CONT) {
+    if (sz != 2)
+      report(vf, "continuation %p has %zu fields, not 2", (void *)v, sz);
+    else
+      check_cont(vf, v, young, need_marked);
+    return;
+  }
+  if (tag >= MGC_TAG_NO_SCAN)
     return;
   size_t start = 0;
   if (tag == MGC_TAG_CLOSURE) {
@@ -469,6 +556,9 @@ static int verify_world(bool cycle_end) {
   struct verifier vf;
   memset(&vf, 0, sizeof vf);
   vf.cycle_end = cycle_end;
+  /* Only one verification runs at a time (inside a STW section). */
+  static uint64_t stamps;
+  vf.stamp = ++stamps;
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   struct mgc_dom **parts = mgc_rt.participants;
   for (int i = 0; i < n; i++) {
@@ -492,6 +582,7 @@ static int verify_world(bool cycle_end) {
     mgc_heap_for_each(parts[i], check_pool, check_large, &vf);
     check_young_fields(&vf, parts[i]);
     mgc_scan_local_roots(parts[i], check_root, &vf);
+    check_held_stacks(&vf, parts[i]);
     mgc_ephe_for_each(parts[i], check_ephemeron, &vf);
     mgc_final_for_each(parts[i], check_finalised, &vf);
   }
