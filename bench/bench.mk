@@ -15,6 +15,9 @@ BENCH_GC_WORKLOADS := ephemerons finalisers
 # OCaml 4.13 has no domains: no OCaml mt-binarytrees.
 BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive \
   $(BENCH_GC_WORKLOADS)
+# Stack switching, which C has no portable way to do: mgc and OCaml only,
+# and the OCaml peer needs OCaml 5 (effects).
+BENCH_FIBER_WORKLOADS := fibers
 # Another OCaml: make bench-build OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt
 # (with BENCH_OUT=build/bench-ocaml5 to keep both builds).
 OCAMLOPT ?= ocamlopt
@@ -25,13 +28,23 @@ BENCH_HAVE_MIMALLOC := $(shell $(CC) -E -include mimalloc.h -x c /dev/null \
   >/dev/null 2>&1 && echo yes)
 BENCH_HAVE_OCAML := $(shell command -v $(OCAMLOPT) >/dev/null 2>&1 && \
   echo yes)
+ifeq ($(BENCH_HAVE_OCAML),yes)
+BENCH_OCAML_VERSION := $(shell $(OCAMLOPT) -version 2>/dev/null)
+BENCH_OCAML_MAJOR := $(firstword $(subst ., ,$(BENCH_OCAML_VERSION)))
+BENCH_HAVE_OCAML5 := $(shell [ "$(BENCH_OCAML_MAJOR)" -ge 5 ] 2>/dev/null \
+  && echo yes)
+ifeq ($(BENCH_HAVE_OCAML5),yes)
+BENCH_OCAML_WORKLOADS += $(BENCH_FIBER_WORKLOADS)
+endif
+endif
 
 BENCH_MALLOC_BASE := $(addprefix $(BENCH_OUT)/,$(BENCH_WORKLOADS))
 BENCH_MGC := $(BENCH_MALLOC_BASE) \
   $(addprefix $(BENCH_OUT)/,$(BENCH_GC_WORKLOADS))
+BENCH_BOEHM := $(addsuffix -boehm,$(BENCH_MGC))
+BENCH_MGC += $(addprefix $(BENCH_OUT)/,$(BENCH_FIBER_WORKLOADS))
 BENCH_MALLOC := $(addsuffix -malloc,$(BENCH_MALLOC_BASE))
 BENCH_MIMALLOC := $(addsuffix -mimalloc,$(BENCH_MALLOC_BASE))
-BENCH_BOEHM := $(addsuffix -boehm,$(BENCH_MGC))
 BENCH_OCAML := $(addprefix $(BENCH_OUT)/,\
   $(addsuffix -ocaml,$(BENCH_OCAML_WORKLOADS)))
 BENCH_PROGRAMS := $(BENCH_MGC) $(BENCH_MALLOC) $(BENCH_OUT)/harness \
@@ -93,6 +106,9 @@ endif
 ifneq ($(BENCH_HAVE_OCAML),yes)
 	@echo "note: ocamlopt not found, -ocaml peers skipped" \
 	  "(Debian: apt-get install ocaml-nox)"
+else ifneq ($(BENCH_HAVE_OCAML5),yes)
+	@echo "note: $(OCAMLOPT) is OCaml $(BENCH_OCAML_VERSION), fibers-ocaml" \
+	  "skipped (needs OCaml 5: OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt)"
 endif
 	@:
 

@@ -51,6 +51,7 @@ static const struct workload_def defaults[] = {
     {"survive", "survive", "4000000", "200000"},
     {"ephemerons", "ephemerons", "1000000", "100000"},
     {"finalisers", "finalisers", "10000000", "500000"},
+    {"fibers", "fibers", "10000 1000", "2000 250"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -183,11 +184,40 @@ static long long expect_ephemerons(long long steps) {
 /* Every finaliser runs once and adds its object's id, 0 .. n-1. */
 static long long expect_finalisers(long long n) { return n * (n - 1) / 2; }
 
+/* Thread i's step r produces v = (i * 31 + r * 7) mod 1000; a thread
+   that has done its s steps adds sum + count + its last three values
+   (fibers.c). */
+static long long expect_fibers(long long t, long long s) {
+  long long sum = 0;
+  for (long long i = 0; i < t; i++) {
+    long long h0 = 0, h1 = 0, h2 = 0;
+    for (long long r = 0; r < s; r++) {
+      long long v = (i * 31 + r * 7) % 1000;
+      sum += v;
+      h2 = h1;
+      h1 = h0;
+      h0 = v;
+    }
+    sum += s + h0 + h1 + h2;
+  }
+  return sum;
+}
+
 /* The first of the args, or dflt. */
 static long long first_arg(const char *args, long long dflt) {
   char *end;
   long long v = strtoll(args, &end, 0);
   return end == args ? dflt : v;
+}
+
+/* The second of the args, or dflt. */
+static long long second_arg(const char *args, long long dflt) {
+  char *end;
+  const char *p = args + strspn(args, " ");
+  long long v;
+  p += strcspn(p, " ");
+  v = strtoll(p, &end, 0);
+  return end == p ? dflt : v;
 }
 
 static void set_expected(struct workload *w) {
@@ -209,6 +239,9 @@ static void set_expected(struct workload *w) {
     w->expected = expect_ephemerons(first_arg(w->args, 1000000));
   else if (strcmp(p, "finalisers") == 0)
     w->expected = expect_finalisers(first_arg(w->args, 10000000));
+  else if (strcmp(p, "fibers") == 0)
+    w->expected =
+        expect_fibers(first_arg(w->args, 10000), second_arg(w->args, 1000));
   else
     w->has_expected = 0;
   if (len >= sizeof first)
