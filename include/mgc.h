@@ -150,6 +150,11 @@ typedef struct mgc_params {
                                    Finalisers); default 0 */
   size_t fiber_max_words;       /* l: the most slots a fiber may grow to;
                                    default 128M (OCaml's stack limit) */
+  unsigned compact_overhead;    /* O: compact at a cycle end when free
+                                   words exceed this % of live words;
+                                   0 (default) = never automatically */
+  size_t compact_every;         /* C: 0 = off; else compact at every N-th
+                                   cycle end (a torture mode) */
 } mgc_params;
 
 /* Verbose mask bits (v=). */
@@ -625,8 +630,12 @@ MGC_API void mgc_major_collection(void);
    such a value registered by the calling domain has run (other domains run
    theirs at their next safepoint). */
 MGC_API void mgc_full_major(void);
-/* A full major, then every free pool is given back to the OS (blocks are
-   not moved yet). */
+/* A full major collection whose last cycle end compacts the heap: in each
+   size class the live blocks of the least occupied pools move into the
+   free slots of the others (every pointer to them, in the heap, roots,
+   stacks, ephemerons and finaliser tables, is updated), and the emptied
+   pools and every free pool go back to the OS.  Large blocks (more than
+   127 fields) do not move.  All domains take part, in one pause. */
 MGC_API void mgc_compact(void);
 /* Empties the minor heap first; at least 257 words. */
 MGC_API void mgc_set_minor_heap_size(size_t words);
@@ -657,6 +666,10 @@ typedef struct mgc_stats {
      pause, not here). */
   uint64_t major_stw_pause_max_ns;
   uint64_t major_stw_pause_p99_ns;
+  /* Compactions (mgc_compact, the O= and C= parameters): words moved in
+     all, and the longest pause of a domain in one. */
+  uint64_t compacted_words;
+  uint64_t compaction_pause_max_ns;
 } mgc_stats;
 
 /* Never forces a collection.  Summed over all domains. */

@@ -528,6 +528,32 @@ bool mgc_final_wants_safepoint(struct mgc_dom *d) {
 /* Verifier                                                                 */
 /* ------------------------------------------------------------------------ */
 
+/* Compaction (STW): every value a table, the queue or a running
+   finaliser holds (queued last-kind entries hold no value). */
+static void compact_info(struct mgc_final_info *f, mgc_root_action fn,
+                         void *ctx) {
+  struct final_table *ts[2] = {&f->first, &f->last};
+  for (int k = 0; k < 2; k++)
+    for (size_t i = 0; i < ts[k]->young; i++)
+      fn(ctx, ts[k]->e[i].val, &ts[k]->e[i].val);
+  for (struct final_batch *b = f->head; b; b = b->next)
+    for (size_t i = 0; i < b->count; i++)
+      if (b->items[i].with_value)
+        fn(ctx, b->items[i].val, &b->items[i].val);
+  if (f->running_val != MGC_UNIT)
+    fn(ctx, f->running_val, &f->running_val);
+}
+
+void mgc_final_compact_update(struct mgc_dom *d, mgc_root_action fn,
+                              void *ctx) {
+  compact_info(d->final, fn, ctx);
+}
+
+void mgc_final_compact_update_orphans(mgc_root_action fn, void *ctx) {
+  for (struct mgc_final_info *f = LOAD_RELAXED(&orphans); f; f = f->next)
+    compact_info(f, fn, ctx);
+}
+
 void mgc_final_for_each(struct mgc_dom *d,
                         void (*fn)(void *, mgc_value, bool, bool), void *ctx) {
   struct mgc_final_info *f = d->final;

@@ -197,8 +197,9 @@ struct mgc_heap {
   struct pool *unswept_full[NUM_SIZE_CLASSES];
   struct large *large; /* swept large blocks */
   struct large *unswept_large;
-  int sweep_cls;      /* next class the sweeper looks at */
-  size_t large_words; /* words in owned large blocks */
+  int sweep_cls;          /* next class the sweeper looks at */
+  size_t large_words;     /* words in owned large blocks */
+  struct pool *evacuated; /* compaction: emptied, released after the update */
 };
 
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
@@ -218,6 +219,14 @@ void mgc_heap_release_free_pools(bool all);     /* any, pool_lock */
 void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
+/* Compaction (compact.c), STW, own domain, every pool swept: moves the live
+   blocks of the least occupied pools of each class into the others' free
+   slots, leaving in each old block field 0 = the new address and the colour
+   MARKED (no other block is MARKED right after the rotation).  Returns the
+   words moved. */
+size_t mgc_heap_evacuate(struct mgc_dom *d);
+/* Gives the evacuated pools back; returns how many. */
+size_t mgc_heap_release_evacuated(struct mgc_dom *d);
 size_t mgc_heap_live_words(struct mgc_dom *d);
 /* Verifier: the used slots of a pool, and every pool and large block. */
 void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
@@ -430,6 +439,15 @@ bool mgc_stack_is_fiber(const mgc_stack *s);
 /* major.c: the marking protocol for a continuation (DESIGN §6.4). */
 void mgc_darken_cont(struct mgc_dom *d, mgc_value k);
 
+/* compact.c and the compaction parts of weak.c, final.c */
+void mgc_compact_decide(int n, struct mgc_dom **parts); /* single section */
+bool mgc_compact_now(void);
+void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n);
+void mgc_ephe_compact_update(struct mgc_dom *d, mgc_root_action f, void *ctx);
+void mgc_ephe_compact_update_orphans(mgc_root_action f, void *ctx);
+void mgc_final_compact_update(struct mgc_dom *d, mgc_root_action f, void *ctx);
+void mgc_final_compact_update_orphans(mgc_root_action f, void *ctx);
+
 /* ------------------------------------------------------------------------ */
 /* minor.c: minor heaps, allocation slow path, promotion (DESIGN §2, §5)     */
 /* ------------------------------------------------------------------------ */
@@ -569,7 +587,8 @@ struct mgc_dom {
 
   struct mgc_dom_stats stats;
   struct mgc_histogram pauses;
-  struct mgc_histogram major_pauses; /* this domain's part of major STW */
+  struct mgc_histogram major_pauses;   /* this domain's part of major STW */
+  struct mgc_histogram compact_pauses; /* its part of compactions */
 
   /* threads */
   pthread_mutex_t domain_lock; /* held while running mutator code */
@@ -617,6 +636,8 @@ struct mgc_runtime {
   _Atomic int64_t work_paid;
   _Atomic uint64_t forced_major;
   _Atomic uint64_t compactions;
+  _Atomic uint64_t compacted_words; /* moved by compactions */
+  _Atomic bool compact_requested;   /* by mgc_compact: the next cycle end */
   _Atomic uint64_t live_words;
 
   /* shared heap */
@@ -628,6 +649,7 @@ struct mgc_runtime {
   struct mgc_dom_stats orphan_stats;
   struct mgc_histogram orphan_pauses;
   struct mgc_histogram orphan_major_pauses;
+  struct mgc_histogram orphan_compact_pauses;
   struct mgc_histogram stw_latency;
   _Atomic uint64_t minor_collections;
 

@@ -669,6 +669,7 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
       mgc_verify_from_stw();
     rotate_colours();
     atomic_fetch_add_explicit(&mgc_rt.major_cycles, 1, memory_order_relaxed);
+    mgc_compact_decide(n, parts);
     if (forced)
       atomic_fetch_add_explicit(&mgc_rt.forced_major, 1, memory_order_relaxed);
     reset_counts(n);
@@ -690,6 +691,8 @@ out:
   mgc_heap_cycle_start(d);
   if (idx == 0)
     mgc_heap_adopt_orphans(d);
+  if (mgc_compact_now())
+    mgc_compact_from_stw(d, idx, n);
   d->sweeping_done = false;
   d->marking_done = false;
   mgc_scan_local_roots(d, darken_action, d);
@@ -1018,24 +1021,16 @@ void mgc_full_major(void) {
   mgc_final_run_at_safepoint(d);
 }
 
-static void stw_release_all(struct mgc_dom *d, void *data, int idx, int n,
-                            struct mgc_dom **parts) {
-  (void)d;
-  (void)data;
-  (void)parts;
-  (void)idx;
-  if (mgc_stw_barrier_begin(n)) {
-    mgc_heap_release_free_pools(true);
-    atomic_fetch_add_explicit(&mgc_rt.compactions, 1, memory_order_relaxed);
-    mgc_stw_barrier_release();
-  }
-}
-
+/* A full major whose last cycle end compacts (compact.c): everything
+   unreachable at the call is dead by then, and swept by the compaction. */
 void mgc_compact(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_compact");
-  full_major(d);
-  while (!mgc_try_run_on_all_domains(d, stw_release_all, NULL, NULL)) {
+  mgc_major_finish_cycle(d, 2, true);
+  atomic_store(&mgc_rt.compact_requested, true);
+  mgc_major_finish_cycle(d, 1, true);
+  while (!mgc_try_run_on_all_domains(d, stw_sweep_all, NULL, NULL)) {
   }
+  mgc_reset_young_limit(d);
   mgc_final_run_at_safepoint(d);
 }
 

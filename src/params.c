@@ -119,7 +119,8 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
     return 0;
   }
   if (klen != 1)
-    return bad(item, klen, "unknown key (known: s o d v t V M m n F l trace)");
+    return bad(item, klen,
+               "unknown key (known: s o d v t V M m n F l O C trace)");
   uint64_t v;
   if (!parse_size(val, vlen, &v))
     return bad(item, klen, "not a number (decimal or 0x hex, k/M/G)");
@@ -171,13 +172,22 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
       return r;
     p->manual_finalisers = (int)v;
     return 0;
+  case 'O':
+    if ((r = check_range(item, klen, v, 0, 1000000)))
+      return r;
+    p->compact_overhead = (unsigned)v;
+    return 0;
+  case 'C':
+    p->compact_every = (size_t)v;
+    return 0;
   case 'l':
     if ((r = check_range(item, klen, v, MIN_FIBER_WORDS, MAX_FIBER_WORDS)))
       return r;
     p->fiber_max_words = (size_t)v;
     return 0;
   default:
-    return bad(item, klen, "unknown key (known: s o d v t V M m n F l trace)");
+    return bad(item, klen,
+               "unknown key (known: s o d v t V M m n F l O C trace)");
   }
 }
 

@@ -497,6 +497,105 @@ void mgc_heap_teardown(void) {
   mgc_heap_release_free_pools(true);
 }
 
+/* ------------------------------------------------------------------------ */
+/* Compaction: evacuation (DESIGN §6.11)                                    */
+/* ------------------------------------------------------------------------ */
+
+static int by_live_desc(const void *a, const void *b) {
+  uint32_t la = (*(struct pool *const *)a)->live;
+  uint32_t lb = (*(struct pool *const *)b)->live;
+  return la < lb ? 1 : la > lb ? -1 : 0;
+}
+
+static size_t pool_slots(struct pool *p) {
+  return (size_t)(pool_end(p) - pool_first_slot(p)) / mgc_class_whsize[p->cls];
+}
+
+/* One class: pools sorted by occupancy, the fullest kept while the free
+   slots they have are fewer than the live blocks of the rest, the rest
+   evacuated into them in order (two fingers).  Full pools take no part. */
+static size_t evacuate_class(struct mgc_dom *d, int c) {
+  size_t n = 0;
+  for (struct pool *p = d->heap.avail[c]; p; p = p->next)
+    n++;
+  if (n < 2)
+    return 0;
+  struct pool **a = malloc(n * sizeof *a);
+  if (!a)
+    return 0; /* this class stays as it is */
+  size_t i = 0, total_live = 0;
+  for (struct pool *p = d->heap.avail[c]; p; p = p->next) {
+    a[i++] = p;
+    total_live += p->live;
+  }
+  qsort(a, n, sizeof *a, by_live_desc);
+  size_t kept = 0, free_kept = 0, live_rest = total_live;
+  while (kept < n && free_kept < live_rest) {
+    free_kept += pool_slots(a[kept]) - a[kept]->live;
+    live_rest -= a[kept]->live;
+    kept++;
+  }
+  size_t moved = 0, t = 0;
+  size_t wh = mgc_class_whsize[c];
+  word marked = mgc_colours.marked;
+  for (size_t e = kept; e < n; e++) {
+    struct pool *from = a[e];
+    for (word *s = pool_first_slot(from); s < from->bump; s += wh) {
+      word hd = LOAD_RELAXED(AWORD(s));
+      if (hd == 0)
+        continue;
+      MGC_ASSERT(COLOUR_HD(hd) == mgc_colours.unmarked);
+      while (!pool_has_room(a[t]))
+        t++;
+      MGC_ASSERT(t < kept);
+      struct pool *to = a[t];
+      word *hp = to->free;
+      if (hp)
+        to->free = (word *)hp[1];
+      else {
+        hp = to->bump;
+        to->bump += wh;
+      }
+      to->live++;
+      size_t whs = WHSIZE(MGC_WOSIZE_HD(hd));
+      memcpy(hp, s, whs * WORD);
+      s[1] = (word)(hp + 1);
+      STORE_RELAXED(AWORD(s), WITH_COLOUR(hd, marked));
+      moved += whs;
+    }
+    from->next = d->heap.evacuated;
+    d->heap.evacuated = from;
+  }
+  d->heap.avail[c] = NULL;
+  for (size_t k = 0; k < kept; k++) {
+    if (pool_has_room(a[k]))
+      push_pool(&d->heap.avail[c], a[k]);
+    else
+      push_pool(&d->heap.full[c], a[k]);
+  }
+  free(a);
+  return moved;
+}
+
+size_t mgc_heap_evacuate(struct mgc_dom *d) {
+  MGC_ASSERT(mgc_heap_sweep_done(d));
+  size_t moved = 0;
+  for (int c = 1; c < NUM_SIZE_CLASSES; c++)
+    moved += evacuate_class(d, c);
+  return moved;
+}
+
+size_t mgc_heap_release_evacuated(struct mgc_dom *d) {
+  size_t k = 0;
+  while (d->heap.evacuated) {
+    struct pool *p = d->heap.evacuated;
+    d->heap.evacuated = p->next;
+    pool_release(p);
+    k++;
+  }
+  return k;
+}
+
 /* Verifier iteration: every pool and large block of d (swept or not). */
 void mgc_heap_for_each(struct mgc_dom *d,
                        void (*pool_f)(void *, struct pool *, bool swept),

@@ -95,6 +95,7 @@ void mgc_stats_orphan(struct mgc_dom *d) {
   add_dom_stats(&mgc_rt.orphan_stats, &d->stats);
   histogram_merge(&mgc_rt.orphan_pauses, &d->pauses);
   histogram_merge(&mgc_rt.orphan_major_pauses, &d->major_pauses);
+  histogram_merge(&mgc_rt.orphan_compact_pauses, &d->compact_pauses);
 }
 
 void mgc_get_stats(mgc_stats *out) {
@@ -102,16 +103,18 @@ void mgc_get_stats(mgc_stats *out) {
   memset(out, 0, sizeof *out);
   struct mgc_dom_stats sum;
   memset(&sum, 0, sizeof sum);
-  const struct mgc_histogram *hs[4097], *ms[4097];
+  const struct mgc_histogram *hs[4097], *ms[4097], *cs[4097];
   size_t nh = 0;
   pthread_mutex_lock(&mgc_rt.all_domains_lock);
   add_dom_stats(&sum, &mgc_rt.orphan_stats);
   ms[nh] = &mgc_rt.orphan_major_pauses;
+  cs[nh] = &mgc_rt.orphan_compact_pauses;
   hs[nh++] = &mgc_rt.orphan_pauses;
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   for (int i = 0; i < n && nh < 4097; i++) {
     add_dom_stats(&sum, &mgc_rt.participants[i]->stats);
     ms[nh] = &mgc_rt.participants[i]->major_pauses;
+    cs[nh] = &mgc_rt.participants[i]->compact_pauses;
     hs[nh++] = &mgc_rt.participants[i]->pauses;
   }
   out->minor_pause_p50_ns = mgc_histogram_percentile(hs, nh, 50);
@@ -119,6 +122,7 @@ void mgc_get_stats(mgc_stats *out) {
   out->minor_pause_max_ns = mgc_histogram_percentile(hs, nh, 100);
   out->major_stw_pause_p99_ns = mgc_histogram_percentile(ms, nh, 99);
   out->major_stw_pause_max_ns = mgc_histogram_percentile(ms, nh, 100);
+  out->compaction_pause_max_ns = mgc_histogram_percentile(cs, nh, 100);
   pthread_mutex_unlock(&mgc_rt.all_domains_lock);
   const struct mgc_histogram *lat = &mgc_rt.stw_latency;
   out->stw_latency_p50_ns = mgc_histogram_percentile(&lat, 1, 50);
@@ -134,6 +138,7 @@ void mgc_get_stats(mgc_stats *out) {
   out->major_collections = LOAD_RELAXED(&mgc_rt.major_cycles);
   out->forced_major_collections = LOAD_RELAXED(&mgc_rt.forced_major);
   out->compactions = LOAD_RELAXED(&mgc_rt.compactions);
+  out->compacted_words = LOAD_RELAXED(&mgc_rt.compacted_words);
   out->heap_words = LOAD_RELAXED(&mgc_rt.heap_words);
   out->top_heap_words = LOAD_RELAXED(&mgc_rt.top_heap_words);
   out->live_words = LOAD_RELAXED(&mgc_rt.live_words);
@@ -143,23 +148,27 @@ void mgc_get_stats(mgc_stats *out) {
 void mgc_stats_print(void) {
   mgc_stats s;
   mgc_get_stats(&s);
-  fprintf(stderr,
-          "mgc: minor_collections=%llu major_collections=%llu "
-          "minor_words=%llu promoted_words=%llu major_words=%llu "
-          "heap_words=%llu top_heap_words=%llu minor_pause_p50_ns=%llu "
-          "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu "
-          "major_stw_pause_p99_ns=%llu major_stw_pause_max_ns=%llu\n",
-          (unsigned long long)s.minor_collections,
-          (unsigned long long)s.major_collections,
-          (unsigned long long)s.minor_words,
-          (unsigned long long)s.promoted_words,
-          (unsigned long long)s.major_words, (unsigned long long)s.heap_words,
-          (unsigned long long)s.top_heap_words,
-          (unsigned long long)s.minor_pause_p50_ns,
-          (unsigned long long)s.minor_pause_p99_ns,
-          (unsigned long long)s.minor_pause_max_ns,
-          (unsigned long long)s.major_stw_pause_p99_ns,
-          (unsigned long long)s.major_stw_pause_max_ns);
+  fprintf(
+      stderr,
+      "mgc: minor_collections=%llu major_collections=%llu "
+      "minor_words=%llu promoted_words=%llu major_words=%llu "
+      "heap_words=%llu top_heap_words=%llu minor_pause_p50_ns=%llu "
+      "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu "
+      "major_stw_pause_p99_ns=%llu major_stw_pause_max_ns=%llu "
+      "compactions=%llu compacted_words=%llu "
+      "compaction_pause_max_ns=%llu\n",
+      (unsigned long long)s.minor_collections,
+      (unsigned long long)s.major_collections,
+      (unsigned long long)s.minor_words, (unsigned long long)s.promoted_words,
+      (unsigned long long)s.major_words, (unsigned long long)s.heap_words,
+      (unsigned long long)s.top_heap_words,
+      (unsigned long long)s.minor_pause_p50_ns,
+      (unsigned long long)s.minor_pause_p99_ns,
+      (unsigned long long)s.minor_pause_max_ns,
+      (unsigned long long)s.major_stw_pause_p99_ns,
+      (unsigned long long)s.major_stw_pause_max_ns,
+      (unsigned long long)s.compactions, (unsigned long long)s.compacted_words,
+      (unsigned long long)s.compaction_pause_max_ns);
 }
 
 static void set_hook(_Atomic(void (*)(void)) *slot, void (*hook)(void)) {

@@ -671,6 +671,34 @@ void mgc_ephe_for_each(struct mgc_dom *d, void (*f)(void *, mgc_value),
   for_each_in(d->ephe.live, f, ctx);
 }
 
+/* Compaction (STW): the list heads, links and fields of every ephemeron
+   of a list; f may move the ephemeron itself, so each link is followed
+   after it was updated. */
+static void compact_list(mgc_value *head, mgc_root_action f, void *ctx) {
+  for (mgc_value *slot = head; *slot;) {
+    f(ctx, *slot, slot);
+    mgc_value e = *slot;
+    size_t n = MGC_WOSIZE_VAL(e);
+    for (size_t i = 1; i < n; i++) {
+      mgc_value *p = (mgc_value *)field_ptr(e, i);
+      f(ctx, *p, p);
+    }
+    slot = &LINK(e);
+  }
+}
+
+void mgc_ephe_compact_update(struct mgc_dom *d, mgc_root_action f, void *ctx) {
+  MGC_ASSERT(d->ephe.cursor == NULL || d->ephe.todo == 0);
+  compact_list(&d->ephe.todo, f, ctx);
+  compact_list(&d->ephe.live, f, ctx);
+}
+
+void mgc_ephe_compact_update_orphans(mgc_root_action f, void *ctx) {
+  mgc_value l = LOAD_RELAXED(&orphan_live);
+  compact_list(&l, f, ctx);
+  STORE_RELAXED(&orphan_live, l);
+}
+
 void mgc_ephe_for_each_orphan(void (*f)(void *, mgc_value), void *ctx) {
   for_each_in(LOAD_ACQUIRE(&orphan_live), f, ctx);
 }
