@@ -1,6 +1,7 @@
 # mgc: one build for the library, tests, examples and benchmarks.
 #   make            build/libmgc.a and build/libmgc.so
-#   make test       the test suite (plain, torture t=1 V=1, ASan+UBSan, TSan)
+#   make test       the test suite (plain, torture t=1 V=1, compaction C=1 V=1,
+#                   ASan+UBSan, TSan)
 #   make bench      the benchmark suite with its report (bench/bench.mk)
 #   make install PREFIX=/usr/local DESTDIR=
 
@@ -21,7 +22,8 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 HDRS := include/mgc.h src/internal.h
 
-.PHONY: all test test-quick test-plain test-torture test-asan test-tsan \
+.PHONY: all test test-quick test-plain test-torture test-compact test-asan \
+  test-tsan \
   examples install clean bench bench-build bench-smoke stress format-check
 
 all: $(BUILD)/libmgc.a $(BUILD)/libmgc.so
@@ -62,6 +64,12 @@ test-plain: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) $(BUILD)/tests/plai
 	@tests/run.sh plain $(BUILD)/tests/plain $(TEST_NAMES) test_symbols
 test-torture: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES))
 	@tests/run.sh torture $(BUILD)/tests/plain $(TEST_NAMES)
+# Blocks move at every major cycle end.  test_domains_race compares raw
+# block addresses that different domains read at different moments, which
+# only a heap that does not move can keep equal: it does not run here.
+COMPACT_TESTS := $(filter-out test_domains_race,$(TEST_NAMES))
+test-compact: $(addprefix $(BUILD)/tests/plain/,$(COMPACT_TESTS))
+	@tests/run.sh compact $(BUILD)/tests/plain $(COMPACT_TESTS)
 test-asan: $(addprefix $(BUILD)/tests/asan/,$(TEST_NAMES))
 	@tests/run.sh asan $(BUILD)/tests/asan $(TEST_NAMES)
 test-tsan: $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)))
@@ -75,7 +83,8 @@ $(BUILD)/tests/plain/test_symbols: tests/nm_check.sh all examples
 
 test: all examples
 	@rm -f $(BUILD)/tests/results.txt
-	@$(MAKE) --no-print-directory test-plain test-torture test-asan test-tsan
+	@$(MAKE) --no-print-directory test-plain test-torture test-compact \
+	  test-asan test-tsan
 	@tests/summary.sh $(BUILD)/tests/results.txt
 
 # ------------------------------------------------------------- examples --

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs test programs in one configuration and records their results.
 #   tests/run.sh MODE DIR NAME...
-# MODE: plain | torture (MGC_PARAMS=t=1,V=1, sizes scaled down) | asan | tsan
+# MODE: plain | torture (MGC_PARAMS=t=1,V=1, sizes scaled down) |
+#       compact (MGC_PARAMS=C=1,V=1: blocks move at every major cycle end) |
+#       asan | tsan
 # Each program ends with "N passed, N failed"; a program that dies without
 # that line counts as one failure.  Results go to DIR/../results.txt.
 set -u
@@ -13,6 +15,7 @@ mkdir -p "$logs"
 env_for() {
   case $mode in
     torture) echo "MGC_PARAMS=t=1,V=1 MGC_TEST_SCALE=${MGC_TORTURE_SCALE:-500}" ;;
+    compact) echo "MGC_PARAMS=C=1,V=1 MGC_TEST_SCALE=${MGC_COMPACT_SCALE:-4}" ;;
     asan) echo "ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 MGC_TEST_SCALE=${MGC_ASAN_SCALE:-4}" ;;
     tsan) echo "TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 MGC_TEST_SCALE=${MGC_TSAN_SCALE:-8}" ;;
     *) echo "MGC_TEST_SCALE=${MGC_TEST_SCALE:-1}" ;;

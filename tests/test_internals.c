@@ -221,7 +221,7 @@ static void test_release(void) {
         "heap shrank after dropping the list (%llu -> %llu)",
         (unsigned long long)s1.heap_words, (unsigned long long)s2.heap_words);
   CHECK(mgc_heap_free_pool_count() == 0, "no free pool kept after compact");
-  CHECK(s2.compactions == s1.compactions + 1, "compaction counted");
+  CHECK(s2.compactions >= s1.compactions + 1, "compaction counted");
   MGC_DROP;
   mgc_remove_global_root(&arr);
   mgc_shutdown();
