@@ -11,7 +11,7 @@ BENCH_OUT := $(BUILD)/bench
 BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Wpedantic
 BENCH_WORKLOADS := binarytrees gcbench remset mt-binarytrees alloc survive
 # Collector features without a malloc equivalent: mgc, Boehm and OCaml only.
-BENCH_GC_WORKLOADS := ephemerons finalisers
+BENCH_GC_WORKLOADS := ephemerons finalisers fragment
 # OCaml 4.13 has no domains: no OCaml mt-binarytrees.
 BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive \
   $(BENCH_GC_WORKLOADS)
@@ -61,6 +61,9 @@ endif
 
 BENCH_HEADERS := bench/bench_util.h
 BENCH_LIBS_mt-binarytrees := -pthread
+# fragment-ocaml times Gc.compact with Unix.gettimeofday: the unix library
+# of the standard distribution (in the stdlib directory in 4.13, +unix in 5).
+BENCH_OCAMLLIBS_fragment := -I +unix unix.cmxa
 
 $(BENCH_OUT) $(BENCH_OUT)/ocaml:
 	mkdir -p $@
@@ -84,7 +87,8 @@ $(BENCH_BOEHM): $(BENCH_OUT)/%-boehm: bench/%-boehm.c $(BENCH_HEADERS) \
 # ocamlopt leaves .cmi/.cmx/.o beside its source: compile a copy in build/.
 $(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml | $(BENCH_OUT)/ocaml
 	cp $< $(BENCH_OUT)/ocaml/$*.ml
-	$(OCAMLOPT) -unsafe -inline 200 -o $@ $(BENCH_OUT)/ocaml/$*.ml
+	$(OCAMLOPT) -unsafe -inline 200 -o $@ $(BENCH_OCAMLLIBS_$*) \
+	  $(BENCH_OUT)/ocaml/$*.ml
 
 # Collection request to all domains stopped, with domains blocked in read().
 $(BENCH_OUT)/stw-latency: bench/stw-latency.c bench/mgc_bench.h \

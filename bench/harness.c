@@ -52,6 +52,7 @@ static const struct workload_def defaults[] = {
     {"ephemerons", "ephemerons", "1000000", "100000"},
     {"finalisers", "finalisers", "10000000", "500000"},
     {"fibers", "fibers", "10000 1000", "2000 250"},
+    {"fragment", "fragment", "2000000", "200000"},
 };
 #define NDEFAULTS (sizeof defaults / sizeof defaults[0])
 
@@ -203,6 +204,76 @@ static long long expect_fibers(long long t, long long s) {
   return sum;
 }
 
+static uint64_t fragment_next(uint64_t *x) {
+  *x = (*x * 0x5DEECE66DULL + 0xB) & ((1ULL << 48) - 1);
+  return *x >> 16;
+}
+
+static long long fragment_size(uint64_t r) {
+  return r % 4 != 0 ? 2 + (long long)((r / 4) % 6)
+                    : 8 + (long long)((r / 4) % 57);
+}
+
+/* fragment.c's steps replayed on block ids: slot[i] is the id of the block
+   in slot i (-1 when empty), link[d] and size[d] those of block d; the
+   checksum adds d + 2 link(d) + 3 link(link(d)) + sum of (d + j) for
+   2 <= j < size(d) over the non-empty slots. */
+static long long expect_fragment(long long n) {
+  enum { ROUNDS = 5 };
+  long long cap = n + n / 4 + 16, fresh = 0, s = 0;
+  long long *slot = malloc((size_t)n * sizeof *slot);
+  long long *link = malloc((size_t)cap * sizeof *link);
+  long long *size = malloc((size_t)cap * sizeof *size);
+  uint64_t x = 20240601;
+  if (slot == NULL || link == NULL || size == NULL) {
+    fputs("harness: out of memory\n", stderr);
+    exit(2);
+  }
+  for (long long i = 0; i < n; i++) {
+    long long t;
+    size[i] = fragment_size(fragment_next(&x));
+    slot[i] = fragment_next(&x) % 10 == 0 || i == 0 ? i : -1;
+    t = (long long)(fragment_next(&x) % (uint64_t)(i + 1));
+    while (slot[t] < 0)
+      t--;
+    link[i] = t; /* slot t holds block t, kept */
+  }
+  for (int round = 0; round < ROUNDS; round++)
+    for (long long i = 0; i < n; i++) {
+      long long t, d;
+      if (slot[i] < 0 || fragment_next(&x) % 10 != 0)
+        continue;
+      d = n + fresh++;
+      if (d >= cap) {
+        cap *= 2;
+        link = realloc(link, (size_t)cap * sizeof *link);
+        size = realloc(size, (size_t)cap * sizeof *size);
+        if (link == NULL || size == NULL) {
+          fputs("harness: out of memory\n", stderr);
+          exit(2);
+        }
+      }
+      size[d] = fragment_size(fragment_next(&x));
+      t = (long long)(fragment_next(&x) % (uint64_t)n);
+      while (slot[t] < 0)
+        t--;
+      link[d] = slot[t];
+      slot[i] = d;
+    }
+  for (long long i = 0; i < n; i++) {
+    long long d = slot[i];
+    if (d < 0)
+      continue;
+    s += d + 2 * link[d] + 3 * link[link[d]];
+    for (long long j = 2; j < size[d]; j++)
+      s += d + j;
+  }
+  free(slot);
+  free(link);
+  free(size);
+  return s;
+}
+
 /* The first of the args, or dflt. */
 static long long first_arg(const char *args, long long dflt) {
   char *end;
@@ -242,6 +313,8 @@ static void set_expected(struct workload *w) {
   else if (strcmp(p, "fibers") == 0)
     w->expected =
         expect_fibers(first_arg(w->args, 10000), second_arg(w->args, 1000));
+  else if (strcmp(p, "fragment") == 0)
+    w->expected = expect_fragment(first_arg(w->args, 2000000));
   else
     w->has_expected = 0;
   if (len >= sizeof first)

@@ -16,6 +16,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <string.h>
 
 #define MGC_VERSION_MAJOR 0
@@ -155,6 +156,11 @@ typedef struct mgc_params {
                                    0 (default) = never automatically */
   size_t compact_every;         /* C: 0 = off; else compact at every N-th
                                    cycle end (a torture mode) */
+  size_t event_ring_size;       /* e: events kept per domain (a power of
+                                   two, rounded up); default 8192; 0 = no
+                                   runtime events */
+  char log_path[256];           /* log=: "" = stderr; else the v= log and
+                                   the exit statistics go to this file */
 } mgc_params;
 
 /* Verbose mask bits (v=). */
@@ -674,6 +680,57 @@ typedef struct mgc_stats {
 
 /* Never forces a collection.  Summed over all domains. */
 MGC_API void mgc_get_stats(mgc_stats *out);
+/* The figures of the domain in slot `slot` (see mgc_domain_index) alone:
+   its minor_words, promoted_words, major_words, major_slices,
+   remset_overflows and its pause percentiles (minor, major STW,
+   compaction); the global fields (heap, collections) as mgc_get_stats.
+   Returns -1 (MGC_EINVAL) when no domain is running in that slot. */
+MGC_API int mgc_get_domain_stats(int slot, mgc_stats *out);
+/* Prints the statistics, totals then one line per running domain, as
+   OCaml's Gc.print_stat does (to stderr when f is NULL). */
+MGC_API void mgc_print_stats(FILE *f);
+
+/* Runtime events: every domain slot has a ring of its last events (the e=
+   parameter sets its size; 0 turns events off), written without locks by
+   the domain and read by anyone at any time without stopping the world.
+   Spans are BEGIN/END pairs, properly nested per domain; counters carry a
+   value.  trace=FILE writes them as a JSON trace (Chrome trace-event
+   format, one track per domain). */
+enum mgc_event_kind { MGC_EV_BEGIN = 1, MGC_EV_END = 2, MGC_EV_COUNTER = 3 };
+enum mgc_event_name {
+  MGC_EVN_MINOR,          /* span: a minor collection's pause */
+  MGC_EVN_MINOR_ROOTS,    /* span: its roots (local, global, finalisers) */
+  MGC_EVN_MINOR_REMSET,   /* span: its share of the remembered sets */
+  MGC_EVN_MINOR_MOPUP,    /* span: copying what was reached */
+  MGC_EVN_MAJOR_SLICE,    /* span: a major slice */
+  MGC_EVN_MARK,           /* span: marking in a slice */
+  MGC_EVN_SWEEP,          /* span: sweeping in a slice */
+  MGC_EVN_CYCLE_END,      /* span: the cycle-end section */
+  MGC_EVN_PHASE_CHANGE,   /* span: a major phase-change section */
+  MGC_EVN_MAJOR_FINISH,   /* span: finishing a cycle on request */
+  MGC_EVN_COMPACT,        /* span: a compaction */
+  MGC_EVN_STW,            /* span: inside a stop-the-world section */
+  MGC_EVN_BARRIER,        /* span: waiting at a barrier of a section */
+  MGC_EVN_PROMOTED_WORDS, /* counter: words promoted by a minor collection */
+  MGC_EVN_HEAP_WORDS,     /* counter: major heap words, at a cycle end */
+  MGC_EVN_REMEMBERED,     /* counter: remembered-set entries at a minor GC */
+  MGC_EVN_COUNT
+};
+typedef struct mgc_event {
+  uint64_t time_ns; /* since mgc_init, monotonic */
+  unsigned kind;    /* enum mgc_event_kind */
+  unsigned name;    /* enum mgc_event_name */
+  uint64_t value;   /* counters */
+  int domain;       /* the domain slot */
+} mgc_event;
+/* "minor", "major_slice", ...: the name used in traces. */
+MGC_API const char *mgc_event_name(unsigned name);
+/* Copies into buf, oldest first, at most max events of domain slot `slot`
+   not read yet by this cursor (start it at 0), and advances the cursor;
+   *lost (when not NULL) gets how many events were overwritten before this
+   reader got to them.  Lock-free; any thread, domain or not. */
+MGC_API size_t mgc_events_read(int slot, uint64_t *cursor, mgc_event *buf,
+                               size_t max, uint64_t *lost);
 
 /* Checks the invariants of DESIGN.md that hold on a stopped heap (stopping
    the world); 0 when they hold, else prints what broke and returns -1. */

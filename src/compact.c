@@ -24,7 +24,8 @@
  *      the embedder's hook; participant 0 the global roots and the orphaned
  *      ephemerons and finalisers;
  *   4. release: the evacuated pools go back to the pool cache, and the
- *      cache to the OS.
+ *      cache to the OS; the (empty) mark stack is freed too, since a
+ *      shrunken heap needs a smaller one.
  * Invariants after it: no pointer leads into a released pool (the verifier
  * checks this at V=1), every block is UNMARKED, every pool is swept.
  * Large blocks are never moved.
@@ -130,7 +131,7 @@ bool mgc_compact_now(void) { return compact_this_cycle; }
 
 void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n) {
   uint64_t t0 = mgc_now_ns();
-  mgc_trace_begin(d, "compact");
+  mgc_ev_begin(d, MGC_EVN_COMPACT);
   size_t heap_before = LOAD_RELAXED(&mgc_rt.heap_words);
   /* 1. sweep */
   while (!mgc_heap_sweep_done(d))
@@ -149,8 +150,9 @@ void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n) {
     mgc_final_compact_update_orphans(fix_action, NULL);
   }
   mgc_stw_barrier(n);
-  /* 4. release */
+  /* 4. release (the mark stack, empty now, too) */
   size_t released = mgc_heap_release_evacuated(d);
+  mgc_mark_stack_trim(&d->mark);
   atomic_fetch_add_explicit(&mgc_rt.compacted_words, moved,
                             memory_order_relaxed);
   if (mgc_stw_barrier_begin(n)) {
@@ -164,6 +166,6 @@ void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n) {
           moved, released);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
     mgc_verify_in_stw(d, idx, n);
-  mgc_trace_end(d, "compact");
+  mgc_ev_end(d, MGC_EVN_COMPACT);
   mgc_histogram_add(&d->compact_pauses, mgc_now_ns() - t0, false);
 }

@@ -77,6 +77,7 @@ static struct mgc_dom *dom_prepare(int id) {
     mgc_rt.slots[id] = d;
   }
   d->id = id;
+  d->ring = mgc_events_ring_for(id);
   d->fast.local_roots = NULL;
   __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
   d->requested_minor = d->requested_major_slice = false;
@@ -274,6 +275,8 @@ int mgc_init(const mgc_params *given) {
   mgc_rt.participants =
       mgc_xcalloc(p.max_domains, sizeof *mgc_rt.participants, "domains");
   mgc_stw_init(p.max_domains);
+  mgc_events_init(p.max_domains);
+  mgc_log_open(p.log_path);
   mgc_major_init();
   struct mgc_dom *d = dom_prepare(0);
   d->in_use = true;
@@ -312,6 +315,8 @@ void mgc_shutdown(void) {
   stop_backup(d);
   mgc_trace_close();
   mgc_stacks_teardown();
+  mgc_events_teardown();
+  mgc_log_close();
   for (size_t i = 0; i < mgc_rt.max_domains; i++) {
     struct mgc_dom *s = mgc_rt.slots[i];
     if (!s)

@@ -69,6 +69,9 @@ _Noreturn void mgc_fatal(const char *fmt, ...)
     __attribute__((format(printf, 1, 2)));
 _Noreturn void mgc_out_of_memory(size_t bytes, const char *what);
 void mgc_call_oom_handler(size_t bytes);
+FILE *mgc_log_stream(void);
+void mgc_log_open(const char *path);
+void mgc_log_close(void);
 void mgc_log(unsigned mask, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void mgc_set_last_error(int err);
@@ -315,6 +318,7 @@ enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
+void mgc_mark_stack_trim(struct mark_stack *ms);
 bool mgc_major_opportunistic_work(void *dom);
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
 void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
@@ -589,6 +593,7 @@ struct mgc_dom {
   struct mgc_histogram pauses;
   struct mgc_histogram major_pauses;   /* this domain's part of major STW */
   struct mgc_histogram compact_pauses; /* its part of compactions */
+  struct mgc_ring *ring;               /* runtime events (events.c) */
 
   /* threads */
   pthread_mutex_t domain_lock; /* held while running mutator code */
@@ -704,10 +709,23 @@ void mgc_stats_print(void);
 int mgc_verify_from_stw(void);
 void mgc_verify_in_stw(struct mgc_dom *d, int idx, int n);
 
-void mgc_trace_begin(struct mgc_dom *d, const char *name);
-void mgc_trace_end(struct mgc_dom *d, const char *name);
+struct mgc_ring;
+void mgc_events_init(size_t max_domains);
+void mgc_events_teardown(void);
+struct mgc_ring *mgc_events_ring_for(int slot);
+void mgc_ev(struct mgc_dom *d, unsigned kind, unsigned name, uint64_t value);
+static inline void mgc_ev_begin(struct mgc_dom *d, unsigned name) {
+  mgc_ev(d, MGC_EV_BEGIN, name, 0);
+}
+static inline void mgc_ev_end(struct mgc_dom *d, unsigned name) {
+  mgc_ev(d, MGC_EV_END, name, 0);
+}
+static inline void mgc_ev_counter(struct mgc_dom *d, unsigned name,
+                                  uint64_t v) {
+  mgc_ev(d, MGC_EV_COUNTER, name, v);
+}
 void mgc_trace_open(const char *path);
 void mgc_trace_close(void);
-extern bool mgc_trace_on;
+void mgc_trace_emergency_close(void);
 
 #endif /* MGC_INTERNAL_H */

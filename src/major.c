@@ -212,6 +212,13 @@ static inline bool mark_stack_empty(const struct mark_stack *ms) {
   return ms->count == 0 && ms->cset_count == 0 && ms->conts_count == 0;
 }
 
+/* Compaction: an empty mark stack gives its memory back (a heap that
+   shrank needs a smaller one; the next push starts it again small). */
+void mgc_mark_stack_trim(struct mark_stack *ms) {
+  if (mark_stack_empty(ms))
+    mgc_mark_stack_free(ms);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Darkening and marking                                                    */
 /* ------------------------------------------------------------------------ */
@@ -606,7 +613,9 @@ static void stw_change_phase(struct mgc_dom *d, void *data, int idx, int n,
                              struct mgc_dom **parts) {
   (void)data;
   (void)idx;
+  mgc_ev_begin(d, MGC_EVN_PHASE_CHANGE);
   (void)change_phase_body(d, n, parts);
+  mgc_ev_end(d, MGC_EVN_PHASE_CHANGE);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -651,7 +660,7 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
   }
   mgc_minor_from_stw(d, idx, n, parts);
   uint64_t t0 = mgc_now_ns();
-  mgc_trace_begin(d, "cycle_end");
+  mgc_ev_begin(d, MGC_EVN_CYCLE_END);
   /* Marking is complete: what the barrier buffered is marked already. */
   mgc_grey_drain(d);
   if (mgc_stw_barrier_begin(n)) {
@@ -685,12 +694,14 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
   }
 out:
   if (!decided_cycle_end) {
-    mgc_trace_end(d, "cycle_end");
+    mgc_ev_end(d, MGC_EVN_CYCLE_END);
     return;
   }
   mgc_heap_cycle_start(d);
-  if (idx == 0)
+  if (idx == 0) {
     mgc_heap_adopt_orphans(d);
+    mgc_ev_counter(d, MGC_EVN_HEAP_WORDS, LOAD_RELAXED(&mgc_rt.heap_words));
+  }
   if (mgc_compact_now())
     mgc_compact_from_stw(d, idx, n);
   d->sweeping_done = false;
@@ -710,7 +721,7 @@ out:
   mgc_final_cycle_start(d);
   /* No mutator may run while the global roots are being read. */
   mgc_stw_barrier(n);
-  mgc_trace_end(d, "cycle_end");
+  mgc_ev_end(d, MGC_EVN_CYCLE_END);
   mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
 }
 
@@ -798,13 +809,21 @@ static bool run_slice(struct slice *s) {
   struct mgc_dom *d = s->d;
   uint64_t cycle = LOAD_RELAXED(&mgc_rt.major_cycles);
   intptr_t c;
-  while (!d->sweeping_done && (c = chunk(s)) > 0) {
-    pay(s, mgc_heap_sweep(d, c));
-    note_sweep(d);
+  if (!d->sweeping_done && chunk(s) > 0) {
+    mgc_ev_begin(d, MGC_EVN_SWEEP);
+    while (!d->sweeping_done && (c = chunk(s)) > 0) {
+      pay(s, mgc_heap_sweep(d, c));
+      note_sweep(d);
+    }
+    mgc_ev_end(d, MGC_EVN_SWEEP);
   }
   for (;;) {
-    while ((!d->marking_done || d->grey_count) && (c = chunk(s)) > 0)
-      pay(s, mark(d, c));
+    if ((!d->marking_done || d->grey_count) && chunk(s) > 0) {
+      mgc_ev_begin(d, MGC_EVN_MARK);
+      while ((!d->marking_done || d->grey_count) && (c = chunk(s)) > 0)
+        pay(s, mark(d, c));
+      mgc_ev_end(d, MGC_EVN_MARK);
+    }
     if (chunk(s) <= 0 && !owes_phase_work(d))
       break;
     enum mgc_phase ph = mgc_gc_phase();
@@ -894,12 +913,12 @@ static void start_slice(struct slice *s, struct mgc_dom *d, intptr_t work,
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work,
                          enum slice_mode mode) {
   mgc_call_hook(&mgc_rt.slice_begin_hook);
-  mgc_trace_begin(d, "major_slice");
+  mgc_ev_begin(d, MGC_EVN_MAJOR_SLICE);
   COUNTER_ADD(&d->stats.major_slices, 1);
   struct slice s;
   start_slice(&s, d, work, mode);
   bool end = run_slice(&s);
-  mgc_trace_end(d, "major_slice");
+  mgc_ev_end(d, MGC_EVN_MAJOR_SLICE);
   mgc_call_hook(&mgc_rt.slice_end_hook);
   if (end)
     end_cycle(&s);
@@ -949,7 +968,7 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
   mgc_minor_from_stw(d, idx, n, parts);
   mgc_grey_drain(d);
   mgc_stw_barrier(n);
-  mgc_trace_begin(d, "major_finish");
+  mgc_ev_begin(d, MGC_EVN_MAJOR_FINISH);
   struct slice s;
   while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start) {
     start_slice(&s, d, 0, SLICE_IN_STW);
@@ -957,7 +976,7 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
     if (change_phase_body(d, n, parts))
       cycle_end_body(d, idx, n, parts, r.forced);
   }
-  mgc_trace_end(d, "major_finish");
+  mgc_ev_end(d, MGC_EVN_MAJOR_FINISH);
 }
 
 /* Runs `cycles` cycle ends (mutator context); a cycle ended meanwhile by

@@ -553,7 +553,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
                         struct mgc_dom **parts) {
   uint64_t t0 = mgc_now_ns();
   mgc_call_hook(&mgc_rt.minor_begin_hook);
-  mgc_trace_begin(d, "minor");
+  mgc_ev_begin(d, MGC_EVN_MINOR);
 #if MGC_DEBUG >= 3
   mgc_verify_in_stw(d, idx, n); /* before, at level 3; after, below */
 #endif
@@ -561,19 +561,24 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   word used_from = d->fast.young_ptr;
   d->promote_sweeps = 32;
   d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
+  size_t remembered = mgc_table_count(&d->major_ref);
+  mgc_ev_begin(d, MGC_EVN_MINOR_ROOTS);
   if (idx == 0) {
     mgc_scan_global_roots(promote_action, &c, true);
     mgc_global_roots_young_to_old();
   }
-  promote_remembered(&c, idx, n, parts);
+  mgc_scan_local_roots(d, promote_action, &c);
   /* Young first-kind finalised values, then young ephemeron contents,
      are promoted unconditionally (invariant 22, DESIGN correction 5). */
   mgc_final_scan_young(d, promote_action, &c);
-  mopup(&c);
   mgc_ephe_scan_young(d, promote_action, &c);
+  mgc_ev_end(d, MGC_EVN_MINOR_ROOTS);
+  mgc_ev_begin(d, MGC_EVN_MINOR_REMSET);
+  promote_remembered(&c, idx, n, parts);
+  mgc_ev_end(d, MGC_EVN_MINOR_REMSET);
+  mgc_ev_begin(d, MGC_EVN_MINOR_MOPUP);
   mopup(&c);
-  mgc_scan_local_roots(d, promote_action, &c);
-  mopup(&c);
+  mgc_ev_end(d, MGC_EVN_MINOR_MOPUP);
   d->promote_sweeps = -1;
 
   COUNTER_ADD(&d->stats.minor_words, (d->young_end - used_from) / WORD);
@@ -596,7 +601,9 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
     mgc_stw_barrier(n);
 #endif
   uint64_t t1 = mgc_now_ns();
-  mgc_trace_end(d, "minor");
+  mgc_ev_counter(d, MGC_EVN_PROMOTED_WORDS, c.promoted_words);
+  mgc_ev_counter(d, MGC_EVN_REMEMBERED, remembered);
+  mgc_ev_end(d, MGC_EVN_MINOR);
   mgc_call_hook(&mgc_rt.minor_end_hook);
   mgc_custom_after_minor(d);
   mgc_conts_after_minor(d);

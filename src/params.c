@@ -52,6 +52,7 @@ void mgc_params_default(mgc_params *p) {
   p->custom_minor_ratio = 100;
   p->custom_minor_max_size = 70000;
   p->fiber_max_words = (size_t)128 << 20;
+  p->event_ring_size = 8192;
 }
 
 /* Parses a number with an optional k/M/G suffix; the whole text must be
@@ -103,6 +104,16 @@ static int check_range(const char *key, size_t klen, uint64_t v, uint64_t lo,
   return 0;
 }
 
+/* 0, or the power of two at or above n (at least 64). */
+static size_t round_pow2(size_t n) {
+  if (n == 0)
+    return 0;
+  size_t p = 64;
+  while (p < n)
+    p <<= 1;
+  return p;
+}
+
 /* One key=value item. */
 static int parse_item(mgc_params *p, const char *item, size_t len) {
   const char *eq = memchr(item, '=', len);
@@ -111,6 +122,13 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
   size_t klen = (size_t)(eq - item);
   const char *val = eq + 1;
   size_t vlen = len - klen - 1;
+  if (klen == 3 && memcmp(item, "log", 3) == 0) {
+    if (vlen >= sizeof p->log_path)
+      return bad(item, klen, "path too long");
+    memcpy(p->log_path, val, vlen);
+    p->log_path[vlen] = 0;
+    return 0;
+  }
   if (klen == 5 && memcmp(item, "trace", 5) == 0) {
     if (vlen >= sizeof p->trace_path)
       return bad(item, klen, "path too long");
@@ -120,7 +138,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
   }
   if (klen != 1)
     return bad(item, klen,
-               "unknown key (known: s o d v t V M m n F l O C trace)");
+               "unknown key (known: s o d v t V M m n F l O C e trace log)");
   uint64_t v;
   if (!parse_size(val, vlen, &v))
     return bad(item, klen, "not a number (decimal or 0x hex, k/M/G)");
@@ -177,6 +195,11 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
       return r;
     p->compact_overhead = (unsigned)v;
     return 0;
+  case 'e':
+    if ((r = check_range(item, klen, v, 0, (uint64_t)1 << 24)))
+      return r;
+    p->event_ring_size = round_pow2((size_t)v);
+    return 0;
   case 'C':
     p->compact_every = (size_t)v;
     return 0;
@@ -187,7 +210,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
     return 0;
   default:
     return bad(item, klen,
-               "unknown key (known: s o d v t V M m n F l O C trace)");
+               "unknown key (known: s o d v t V M m n F l O C e trace log)");
   }
 }
 
@@ -234,5 +257,10 @@ int mgc_params_validate(const mgc_params *p) {
   if (p->fiber_max_words < MIN_FIBER_WORDS ||
       p->fiber_max_words > MAX_FIBER_WORDS)
     return bad("l", 1, "fiber_max_words out of range [16, 2^40]");
+  if (p->event_ring_size > ((size_t)1 << 24) ||
+      (p->event_ring_size & (p->event_ring_size - 1)) != 0)
+    return bad("e", 1, "event_ring_size must be 0 or a power of two <= 2^24");
+  if (memchr(p->log_path, 0, sizeof p->log_path) == NULL)
+    return bad("log", 3, "path not NUL-terminated");
   return 0;
 }

@@ -46,6 +46,8 @@ _Noreturn void mgc_fatal(const char *fmt, ...) {
   if (n > 0 && (size_t)n < sizeof msg)
     vsnprintf(msg + n, sizeof msg - (size_t)n, fmt, ap);
   va_end(ap);
+  /* The trace stays valid JSON even when the program ends here. */
+  mgc_trace_emergency_close();
   void (*h)(const char *) =
       atomic_load_explicit(&fatal_handler, memory_order_acquire);
   if (h)
@@ -74,14 +76,36 @@ _Noreturn void mgc_out_of_memory(size_t bytes, const char *what) {
   abort();
 }
 
+/* The log= file, or NULL for stderr; opened by mgc_init, closed by
+   mgc_shutdown.  A line is one fprintf with the stream locked, so lines of
+   different domains do not mix. */
+static FILE *log_file;
+
+FILE *mgc_log_stream(void) { return log_file ? log_file : stderr; }
+
+void mgc_log_open(const char *path) {
+  if (path[0] && !(log_file = fopen(path, "a")))
+    fprintf(stderr, "mgc: cannot open log file '%s'; logging to stderr\n",
+            path);
+}
+
+void mgc_log_close(void) {
+  if (log_file)
+    fclose(log_file);
+  log_file = NULL;
+}
+
 void mgc_log(unsigned mask, const char *fmt, ...) {
   if (!(mgc_rt.params.verbose & mask))
     return;
+  FILE *f = mgc_log_stream();
   va_list ap;
   va_start(ap, fmt);
-  fprintf(stderr, "mgc[%d]: ", self_id());
-  vfprintf(stderr, fmt, ap);
-  fputc('\n', stderr);
+  flockfile(f);
+  fprintf(f, "mgc[%d]: ", self_id());
+  vfprintf(f, fmt, ap);
+  fputc('\n', f);
+  funlockfile(f);
   va_end(ap);
 }
 

@@ -145,31 +145,103 @@ void mgc_get_stats(mgc_stats *out) {
   out->domains = LOAD_RELAXED(&mgc_rt.domains_alive);
 }
 
-void mgc_stats_print(void) {
+int mgc_get_domain_stats(int slot, mgc_stats *out) {
+  struct mgc_dom *self = mgc_self_or_fatal("mgc_get_domain_stats");
+  mgc_get_stats(out); /* the global fields */
+  int found = 0;
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  int n = LOAD_RELAXED(&mgc_rt.n_participants);
+  for (int i = 0; i < n; i++) {
+    struct mgc_dom *d = mgc_rt.participants[i];
+    if (d->id != slot)
+      continue;
+    found = 1;
+    const struct mgc_histogram *h = &d->pauses, *m = &d->major_pauses,
+                               *c = &d->compact_pauses;
+    out->minor_pause_p50_ns = mgc_histogram_percentile(&h, 1, 50);
+    out->minor_pause_p99_ns = mgc_histogram_percentile(&h, 1, 99);
+    out->minor_pause_max_ns = mgc_histogram_percentile(&h, 1, 100);
+    out->major_stw_pause_p99_ns = mgc_histogram_percentile(&m, 1, 99);
+    out->major_stw_pause_max_ns = mgc_histogram_percentile(&m, 1, 100);
+    out->compaction_pause_max_ns = mgc_histogram_percentile(&c, 1, 100);
+    /* Relaxed: statistics written by their domain (COUNTER_ADD). */
+    out->minor_words = LOAD_RELAXED(&d->stats.minor_words);
+    if (d == self)
+      out->minor_words += (d->young_end - d->fast.young_ptr) / WORD;
+    out->promoted_words = LOAD_RELAXED(&d->stats.promoted_words);
+    out->major_words = LOAD_RELAXED(&d->stats.major_words);
+    out->major_slices = LOAD_RELAXED(&d->stats.major_slices);
+    out->remset_overflows = LOAD_RELAXED(&d->stats.remset_overflows);
+  }
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+  if (!found) {
+    mgc_set_last_error(MGC_EINVAL);
+    return -1;
+  }
+  return 0;
+}
+
+#define US(ns) ((double)(ns) / 1e3)
+
+void mgc_print_stats(FILE *f) {
   mgc_stats s;
   mgc_get_stats(&s);
-  fprintf(
-      stderr,
-      "mgc: minor_collections=%llu major_collections=%llu "
-      "minor_words=%llu promoted_words=%llu major_words=%llu "
-      "heap_words=%llu top_heap_words=%llu minor_pause_p50_ns=%llu "
-      "minor_pause_p99_ns=%llu minor_pause_max_ns=%llu "
-      "major_stw_pause_p99_ns=%llu major_stw_pause_max_ns=%llu "
-      "compactions=%llu compacted_words=%llu "
-      "compaction_pause_max_ns=%llu\n",
-      (unsigned long long)s.minor_collections,
-      (unsigned long long)s.major_collections,
-      (unsigned long long)s.minor_words, (unsigned long long)s.promoted_words,
-      (unsigned long long)s.major_words, (unsigned long long)s.heap_words,
-      (unsigned long long)s.top_heap_words,
-      (unsigned long long)s.minor_pause_p50_ns,
-      (unsigned long long)s.minor_pause_p99_ns,
-      (unsigned long long)s.minor_pause_max_ns,
-      (unsigned long long)s.major_stw_pause_p99_ns,
-      (unsigned long long)s.major_stw_pause_max_ns,
-      (unsigned long long)s.compactions, (unsigned long long)s.compacted_words,
-      (unsigned long long)s.compaction_pause_max_ns);
+  if (!f)
+    f = stderr;
+  fprintf(f,
+          "minor_collections:      %llu\n"
+          "major_collections:      %llu\n"
+          "forced_major:           %llu\n"
+          "compactions:            %llu\n"
+          "minor_words:            %llu\n"
+          "promoted_words:         %llu\n"
+          "major_words:            %llu\n"
+          "heap_words:             %llu\n"
+          "top_heap_words:         %llu\n"
+          "live_words:             %llu\n"
+          "compacted_words:        %llu\n"
+          "minor_pause_us:         p50 %.1f  p99 %.1f  max %.1f\n"
+          "major_stw_pause_us:     p99 %.1f  max %.1f\n"
+          "stw_latency_us:         p50 %.1f  p99 %.1f  max %.1f\n"
+          "domains:                %llu\n",
+          (unsigned long long)s.minor_collections,
+          (unsigned long long)s.major_collections,
+          (unsigned long long)s.forced_major_collections,
+          (unsigned long long)s.compactions, (unsigned long long)s.minor_words,
+          (unsigned long long)s.promoted_words,
+          (unsigned long long)s.major_words, (unsigned long long)s.heap_words,
+          (unsigned long long)s.top_heap_words,
+          (unsigned long long)s.live_words,
+          (unsigned long long)s.compacted_words, US(s.minor_pause_p50_ns),
+          US(s.minor_pause_p99_ns), US(s.minor_pause_max_ns),
+          US(s.major_stw_pause_p99_ns), US(s.major_stw_pause_max_ns),
+          US(s.stw_latency_p50_ns), US(s.stw_latency_p99_ns),
+          US(s.stw_latency_max_ns), (unsigned long long)s.domains);
+  int slots[4096];
+  int n = 0;
+  pthread_mutex_lock(&mgc_rt.all_domains_lock);
+  int np = LOAD_RELAXED(&mgc_rt.n_participants);
+  for (int i = 0; i < np && n < 4096; i++)
+    slots[n++] = mgc_rt.participants[i]->id;
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+  for (int i = 0; i < n; i++) {
+    mgc_stats ds;
+    if (mgc_get_domain_stats(slots[i], &ds) != 0)
+      continue;
+    fprintf(f,
+            "domain %d: minor_words %llu promoted_words %llu major_words %llu "
+            "slices %llu minor_pause_us p50 %.1f p99 %.1f max %.1f\n",
+            slots[i], (unsigned long long)ds.minor_words,
+            (unsigned long long)ds.promoted_words,
+            (unsigned long long)ds.major_words,
+            (unsigned long long)ds.major_slices, US(ds.minor_pause_p50_ns),
+            US(ds.minor_pause_p99_ns), US(ds.minor_pause_max_ns));
+  }
+  fflush(f);
 }
+
+/* v=0x400 at shutdown, to the log stream. */
+void mgc_stats_print(void) { mgc_print_stats(mgc_log_stream()); }
 
 static void set_hook(_Atomic(void (*)(void)) *slot, void (*hook)(void)) {
   /* Release: pairs with the acquire load in mgc_call_hook. */

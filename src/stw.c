@@ -36,6 +36,10 @@ static struct stw_request request;
 static _Atomic uint32_t barrier_count;
 static _Atomic uint32_t barrier_sense;
 
+/* The domain this thread serves in the current section (its own thread
+   or its backup thread): barrier waits are its events. */
+static _Thread_local struct mgc_dom *serving;
+
 static bool barrier_begin(int n, struct mgc_dom *worker) {
   /* The sense read before arriving is the current round's: it cannot flip
      before our own arrival. */
@@ -45,8 +49,13 @@ static bool barrier_begin(int n, struct mgc_dom *worker) {
       atomic_fetch_add_explicit(&barrier_count, 1, memory_order_acq_rel) + 1;
   if (arrived == (uint32_t)n)
     return true;
+  struct mgc_dom *d = serving;
+  if (d)
+    mgc_ev_begin(d, MGC_EVN_BARRIER);
   mgc_wait_change_working(&barrier_sense, sense,
                           worker ? mgc_major_opportunistic_work : NULL, worker);
+  if (d)
+    mgc_ev_end(d, MGC_EVN_BARRIER);
   return false;
 }
 
@@ -100,6 +109,9 @@ void mgc_domain_interrupt(struct mgc_dom *target) {
 static void run_section(struct mgc_dom *d) {
   struct stw_request *r = &request;
   int n = r->n, idx = d->stw_index;
+  struct mgc_dom *outer = serving;
+  serving = d;
+  mgc_ev_begin(d, MGC_EVN_STW);
   /* Enter barrier: while the others come, do some marking or sweeping. */
   if (barrier_begin(n, d)) {
     mgc_histogram_add(&mgc_rt.stw_latency, mgc_now_ns() - r->requested_at,
@@ -107,6 +119,8 @@ static void run_section(struct mgc_dom *d) {
     mgc_stw_barrier_release();
   }
   r->handler(d, r->data, idx, n, r->parts);
+  mgc_ev_end(d, MGC_EVN_STW);
+  serving = outer;
   /* acq_rel: the last one out sees everybody's handler writes before it
      lets a new leader in. */
   if (atomic_fetch_sub_explicit(&r->still_processing, 1,
