@@ -569,7 +569,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   }
   mgc_scan_local_roots(d, promote_action, &c);
   /* Young first-kind finalised values, then young ephemeron contents,
-     are promoted unconditionally (invariant 22, DESIGN correction 5). */
+     are promoted unconditionally (invariant 22, DESIGN §5.5). */
   mgc_final_scan_young(d, promote_action, &c);
   mgc_ephe_scan_young(d, promote_action, &c);
   mgc_ev_end(d, MGC_EVN_MINOR_ROOTS);
@@ -697,7 +697,7 @@ void mgc_set_minor_heap_size(size_t words) {
             words, MGC_MAX_YOUNG_WOSIZE + 1);
   if (round_to_pages(words * WORD) <= arena_slot_bytes) {
     /* Always collect first, even with an empty own heap: our tables may
-       hold slots pointing into other domains' heaps (DESIGN correction 4). */
+       hold slots pointing into other domains' heaps (DESIGN §2.6). */
     mgc_empty_minor_heaps(d);
     MGC_CHECK(d->fast.young_ptr == d->young_end,
               "minor heap not empty before resizing");
