@@ -121,9 +121,34 @@ bench: bench-build
 	@echo "== stop-the-world latency with domains blocked in a system call"
 	@$(BENCH_OUT)/stw-latency 2000 2 2>/dev/null
 	@$(BENCH_OUT)/stw-latency 2000 4 2>/dev/null
+	$(BENCH_TIMELINE)
 
 bench-smoke: bench-build
 	$(BENCH_OUT)/harness -d $(BENCH_OUT) -s -t 120 $(BENCH_ARGS)
 	@$(BENCH_OUT)/stw-latency 200 2 2>/dev/null
 
 .PHONY: bench bench-build bench-smoke
+
+# The GC timeline of one mgc run, beside pauses.svg: mt-binarytrees 20 2
+# traced (trace.json), tools/mgc-report's summary (trace-report.txt) and
+# SVG timeline (timeline.svg).  Also on its own: make bench-timeline.
+$(BENCH_OUT)/mgc-report: tools/mgc-report.c | $(BENCH_OUT)
+	$(CC) -std=c11 -O2 -Wall -Wextra -o $@ $< -lm
+
+define BENCH_TIMELINE
+@echo "== GC timeline of one mgc run: mt-binarytrees 20 2"
+@MGC_PARAMS=$${MGC_PARAMS:+$$MGC_PARAMS,}trace=$(BENCH_OUT)/trace.json \
+  $(BENCH_OUT)/mt-binarytrees 20 2 >/dev/null
+@$(BENCH_OUT)/mgc-report $(BENCH_OUT)/trace.json \
+  -o $(BENCH_OUT)/timeline.svg >$(BENCH_OUT)/trace-report.txt
+@awk '/^span +domain/ || ($$2 == "all" && NF == 7)' \
+  $(BENCH_OUT)/trace-report.txt
+@echo "timeline: $(BENCH_OUT)/timeline.svg" \
+  "(summary: $(BENCH_OUT)/trace-report.txt)"
+endef
+
+bench bench-timeline: $(BENCH_OUT)/mgc-report $(BENCH_OUT)/mt-binarytrees
+bench-timeline:
+	$(BENCH_TIMELINE)
+
+.PHONY: bench-timeline
