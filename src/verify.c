@@ -324,9 +324,12 @@ static void check_fields(struct verifier *vf, mgc_value v, word hd,
              start, sz);
       return;
     }
+    /* A word there is an infix header or a code pointer (any bits): only
+       one whose offset could lie inside the prefix can be a header. */
     for (size_t i = 2; i < start; i++) {
       word f = (word)MGC_FIELD(v, i);
-      if (MGC_TAG_HD(f) == MGC_TAG_INFIX && MGC_WOSIZE_HD(f) != i + 1)
+      if (MGC_TAG_HD(f) == MGC_TAG_INFIX && MGC_WOSIZE_HD(f) <= start &&
+          MGC_WOSIZE_HD(f) != i + 1)
         report(vf,
                "closure %p: infix header at field %zu has offset %zu "
                "(invariant 4)",
