@@ -168,6 +168,7 @@ typedef struct mgc_params {
 #define MGC_VERBOSE_MINOR 0x002  /* minor collections and slices */
 #define MGC_VERBOSE_HEAP 0x004   /* heap growth and shrinking */
 #define MGC_VERBOSE_TABLES 0x008 /* table and mark-stack resizing */
+#define MGC_VERBOSE_STW 0x010    /* stop-the-world sections */
 #define MGC_VERBOSE_PARAMS 0x020 /* parameters */
 #define MGC_VERBOSE_FINAL 0x080  /* finaliser calls */
 #define MGC_VERBOSE_STATS 0x400  /* statistics at shutdown */

@@ -616,6 +616,8 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
+  mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
+          (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
     mgc_verify_in_stw(d, idx, n);
   mgc_reset_young_limit(d);

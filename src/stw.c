@@ -114,8 +114,10 @@ static void run_section(struct mgc_dom *d) {
   mgc_ev_begin(d, MGC_EVN_STW);
   /* Enter barrier: while the others come, do some marking or sweeping. */
   if (barrier_begin(n, d)) {
-    mgc_histogram_add(&mgc_rt.stw_latency, mgc_now_ns() - r->requested_at,
-                      true);
+    uint64_t latency = mgc_now_ns() - r->requested_at;
+    mgc_histogram_add(&mgc_rt.stw_latency, latency, true);
+    mgc_log(MGC_VERBOSE_STW, "section of %d domains: all stopped after %.1f us",
+            n, (double)latency / 1e3);
     mgc_stw_barrier_release();
   }
   r->handler(d, r->data, idx, n, r->parts);
