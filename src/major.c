@@ -840,11 +840,15 @@ static bool run_slice(struct slice *s) {
     if (ph == PHASE_MARK_MAIN)
       mgc_final_adopt(d);
     /* chunk() may serve a section that changes the phase, or ends the
-       cycle: the phase is read again after each. */
+       cycle: the phase is read again after each, before the step that
+       depends on it (a sweep step run after a cycle end would drop the
+       new cycle's unmarked ephemerons from the lists). */
     if (ph != PHASE_SWEEP_EPHE) {
       bool reopened = false;
       while (mgc_gc_phase() != PHASE_SWEEP_EPHE) {
         c = phase_chunk(s);
+        if (mgc_gc_phase() == PHASE_SWEEP_EPHE)
+          break;
         intptr_t w = mgc_ephe_mark_step(d, c, &reopened);
         pay(s, w);
         if (w < c || reopened || chunk(s) <= 0)
@@ -854,7 +858,10 @@ static bool run_slice(struct slice *s) {
         continue;
     } else {
       while (mgc_gc_phase() == PHASE_SWEEP_EPHE && mgc_ephe_sweep_pending(d)) {
-        pay(s, mgc_ephe_sweep_step(d, phase_chunk(s)));
+        c = phase_chunk(s);
+        if (mgc_gc_phase() != PHASE_SWEEP_EPHE || !mgc_ephe_sweep_pending(d))
+          break;
+        pay(s, mgc_ephe_sweep_step(d, c));
         if (chunk(s) <= 0)
           break;
       }
