@@ -238,6 +238,13 @@ void mgc_finalise_last(mgc_value v, void (*f)(void *data), void *data) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_finalise_last");
   union final_fn fn = {.last = f};
   do_register("mgc_finalise_last", &d->final->last, v, fn, f == NULL, data);
+  /* A young block of another domain: after the next minor collection we
+     read its header in that domain's minor heap, which must not be reused
+     before we have (mgc_minor_from_stw).  Relaxed: the flag is read
+     inside a section, after its enter barrier. */
+  if (mgc_is_young(v) && !((word)v >= d->young_start && (word)v < d->young_end))
+    atomic_store_explicit(&mgc_rt.young_last_foreign, true,
+                          memory_order_relaxed);
 }
 
 /* ------------------------------------------------------------------------ */

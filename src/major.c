@@ -1022,7 +1022,13 @@ static void stw_sweep_all(struct mgc_dom *d, void *data, int idx, int n,
    three cycle ends, then a sweep of everything (DESIGN §6.7: OCaml's
    Gc.full_major). */
 static void full_major(struct mgc_dom *d) {
-  mgc_major_finish_cycle(d, 3, true);
+  /* This domain's due finalisers run after each cycle, as OCaml's
+     Gc.full_major does: a value kept alive only by a finalisable value
+     found dead in one cycle is found dead in the next. */
+  for (int i = 0; i < 3; i++) {
+    mgc_major_finish_cycle(d, 1, true);
+    mgc_final_run_at_safepoint(d);
+  }
   while (!mgc_try_run_on_all_domains(d, stw_sweep_all, NULL, NULL)) {
   }
   mgc_reset_young_limit(d);
@@ -1051,7 +1057,10 @@ void mgc_full_major(void) {
    unreachable at the call is dead by then, and swept by the compaction. */
 void mgc_compact(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_compact");
-  mgc_major_finish_cycle(d, 2, true);
+  for (int i = 0; i < 2; i++) {
+    mgc_major_finish_cycle(d, 1, true);
+    mgc_final_run_at_safepoint(d);
+  }
   atomic_store(&mgc_rt.compact_requested, true);
   mgc_major_finish_cycle(d, 1, true);
   while (!mgc_try_run_on_all_domains(d, stw_sweep_all, NULL, NULL)) {

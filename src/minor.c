@@ -608,6 +608,11 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_custom_after_minor(d);
   mgc_conts_after_minor(d);
   mgc_final_after_minor(d);
+  /* A domain's last-kind table may hold another domain's young blocks,
+     whose headers it has just read: nobody poisons or reuses its minor
+     heap before everybody has (set for the whole section, see stw.c). */
+  if (n > 1 && mgc_rt.final_barrier)
+    mgc_stw_barrier(n);
 #if MGC_DEBUG >= 2
   poison_minor_heap(used_from, d->young_end);
 #endif
