@@ -99,6 +99,10 @@ static void full_major_chain(void) {
   r_b = b;
   mgc_finalise(r_d, fin_d, NULL);
   mgc_finalise(r_b, fin_b, NULL);
+  b = mgc_alloc_small(3, 3);
+  for (int i = 0; i < 3; i++)
+    MGC_FIELD(b, i) = MGC_VAL_INT(i);
+  r_b = b; /* B is unreachable */
   mgc_major_collection();
   r_d = MGC_UNIT; /* D is reachable from B only */
   r_b = MGC_UNIT;
