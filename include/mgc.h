@@ -631,11 +631,15 @@ MGC_API void mgc_minor_collection(void);
 MGC_API void mgc_major_slice(intptr_t work);
 /* Finish the major cycle under way. */
 MGC_API void mgc_major_collection(void);
-/* Empty the minor heaps, then collect until every block that was dead at the
-   call has been freed: when it returns, every ephemeron key and weak slot
-   whose value was unreachable at the call is empty, and every finaliser of
-   such a value registered by the calling domain has run (other domains run
-   theirs at their next safepoint). */
+/* Empty the minor heaps, then run three major cycles, the calling domain's
+   due finalisers after each (OCaml's Gc.full_major): when it returns, every
+   block that was dead at the call has been freed, every ephemeron key and
+   weak slot whose value was unreachable at the call is empty, and the
+   first-kind finaliser of every such value registered by the calling
+   domain has run (other domains run theirs at their next safepoint).  A
+   value kept alive only by a pending first-kind finaliser (its own
+   last-kind finaliser, or what it alone references) is found dead one
+   cycle after that finaliser ran: it may take another call, as in OCaml. */
 MGC_API void mgc_full_major(void);
 /* A full major collection whose last cycle end compacts the heap: in each
    size class the live blocks of the least occupied pools move into the
