@@ -3,7 +3,9 @@
 #   make test       the test suite (plain, torture t=1 V=1, compaction C=1 V=1,
 #                   ASan+UBSan, TSan)
 #   make bench      the benchmark suite with its report (bench/bench.mk)
-#   make install PREFIX=/usr/local DESTDIR=
+#   make install PREFIX=/usr/local DESTDIR=   (make uninstall: the same files)
+#   make fuzz FUZZ_SECONDS=60   libFuzzer targets of fuzz/, each N seconds
+#   make fuzz-regress           each fuzz target once over its seed corpus
 
 CC ?= cc
 BUILD ?= build
@@ -24,7 +26,8 @@ HDRS := include/mgc.h src/internal.h
 
 .PHONY: all test test-quick test-plain test-torture test-compact test-asan \
   test-tsan \
-  examples install clean bench bench-build bench-smoke stress format-check
+  examples install clean bench bench-build bench-smoke stress format-check \
+  uninstall fuzz fuzz-build fuzz-regress fuzz-prepare
 
 all: $(BUILD)/libmgc.a $(BUILD)/libmgc.so
 
@@ -60,8 +63,10 @@ $(eval $(call test_build,plain,))
 $(eval $(call test_build,asan,$$(ASAN_FLAGS)))
 $(eval $(call test_build,tsan,$$(TSAN_FLAGS)))
 
-test-plain: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) $(BUILD)/tests/plain/test_symbols
-	@tests/run.sh plain $(BUILD)/tests/plain $(TEST_NAMES) test_symbols
+PACKAGE_CHECKS := test_symbols test_fuzz_regress test_install test_docs \
+  test_report
+test-plain: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES) $(PACKAGE_CHECKS))
+	@tests/run.sh plain $(BUILD)/tests/plain $(TEST_NAMES) $(PACKAGE_CHECKS)
 test-torture: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES))
 	@tests/run.sh torture $(BUILD)/tests/plain $(TEST_NAMES)
 # Blocks move at every major cycle end.  test_domains_race compares raw
@@ -79,6 +84,28 @@ test-tsan: $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)
 $(BUILD)/tests/plain/test_symbols: tests/nm_check.sh all examples
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec %s %s\n' "$(CURDIR)/tests/nm_check.sh" "$(CURDIR)/$(BUILD)" > $@
+	@chmod +x $@
+
+# The installed package (tests/install_check.sh) and the fuzz targets run
+# once over their seed corpora (fuzz/run.sh; skipped with a note when the
+# compiler cannot build libFuzzer targets) are tests too.
+$(BUILD)/tests/plain/test_install: tests/install_check.sh all examples
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec %s %s %s\n' "$(CURDIR)/tests/install_check.sh" "$(CURDIR)" "$(CURDIR)/$(BUILD)" > $@
+	@chmod +x $@
+# Every public name of mgc.h has an entry in docs/API.md; the trace report
+# tool agrees with the statistics on a 2-domain run.
+$(BUILD)/tests/plain/test_docs: tests/api_doc_check.sh include/mgc.h docs/API.md
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec %s %s\n' "$(CURDIR)/tests/api_doc_check.sh" "$(CURDIR)" > $@
+	@chmod +x $@
+$(BUILD)/tests/plain/test_report: tests/report_check.sh tools/mgc-report.c all
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec %s %s %s\n' "$(CURDIR)/tests/report_check.sh" "$(CURDIR)" "$(CURDIR)/$(BUILD)" > $@
+	@chmod +x $@
+$(BUILD)/tests/plain/test_fuzz_regress: fuzz/run.sh fuzz-prepare
+	@mkdir -p $(dir $@)
+	@printf '#!/bin/sh\nexec %s regress %s %s\n' "$(CURDIR)/fuzz/run.sh" "$(CURDIR)/$(BUILD)" "$(FUZZ_CC)" > $@
 	@chmod +x $@
 
 test: all examples
@@ -105,6 +132,57 @@ install: all
 	ln -sf libmgc.so.$(SOVERSION) $(DESTDIR)$(PREFIX)/lib/libmgc.so
 	printf 'prefix=%s\nlibdir=$${prefix}/lib\nincludedir=$${prefix}/include\n\nName: mgc\nDescription: multicore generational garbage collector\nVersion: %s\nLibs: -L$${libdir} -lmgc -pthread\nCflags: -I$${includedir}\n' \
 	  '$(PREFIX)' '$(VERSION)' > $(DESTDIR)$(PREFIX)/lib/pkgconfig/mgc.pc
+
+# Exactly the files install writes (the directories may hold others').
+uninstall:
+	rm -f $(DESTDIR)$(PREFIX)/include/mgc.h \
+	  $(DESTDIR)$(PREFIX)/lib/libmgc.a \
+	  $(DESTDIR)$(PREFIX)/lib/libmgc.so.$(VERSION) \
+	  $(DESTDIR)$(PREFIX)/lib/libmgc.so.$(SOVERSION) \
+	  $(DESTDIR)$(PREFIX)/lib/libmgc.so \
+	  $(DESTDIR)$(PREFIX)/lib/pkgconfig/mgc.pc
+
+# -------------------------------------------------------------- fuzzing --
+# libFuzzer targets, one per fuzz/fuzz_*.c with a seed corpus in
+# fuzz/corpus/NAME: built with clang, ASan+UBSan, against src/*.c at debug
+# level 2 (objects in $(BUILD)/fuzz/obj, instrumented for coverage).
+#   make fuzz FUZZ_SECONDS=N   each target N seconds (default 60) on
+#                              $(BUILD)/fuzz/work/NAME (new inputs) with the
+#                              corpus as read-only seeds; fails on a crash
+#                              (the input goes to $(BUILD)/fuzz/artifacts)
+#   make fuzz-regress          each target once over every corpus file
+FUZZ_CC ?= clang
+FUZZ_SECONDS ?= 60
+FUZZ_NAMES := $(patsubst fuzz/%.c,%,$(wildcard fuzz/fuzz_*.c))
+FUZZ_BINS := $(addprefix $(BUILD)/fuzz/,$(FUZZ_NAMES))
+FUZZ_OBJS := $(patsubst src/%.c,$(BUILD)/fuzz/obj/%.o,$(SRCS))
+FUZZ_CFLAGS := -std=c11 $(WARN) -O1 -g -Iinclude -DMGC_DEBUG=2 \
+  -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+FUZZ_SAN := address,undefined
+
+$(BUILD)/fuzz/obj/%.o: src/%.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link,$(FUZZ_SAN) -c $< -o $@
+# fuzz_ops2.c includes fuzz_ops.c.
+$(BUILD)/fuzz/%: fuzz/%.c fuzz/fuzz_ops.c $(FUZZ_OBJS)
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer,$(FUZZ_SAN) $< $(FUZZ_OBJS) \
+	  -o $@ $(LDLIBS)
+
+fuzz-build: $(FUZZ_OBJS) $(FUZZ_BINS)
+	@:
+# Builds the targets when the compiler can (for make test's wrapper).
+fuzz-prepare:
+	@if fuzz/run.sh probe "$(FUZZ_CC)"; then \
+	  $(MAKE) --no-print-directory fuzz-build; fi
+fuzz:
+	@fuzz/run.sh probe "$(FUZZ_CC)" || { echo "make fuzz: $(FUZZ_CC) cannot" \
+	  "link -fsanitize=fuzzer programs (Debian: clang, libclang-rt-dev)"; \
+	  exit 1; }
+	@$(MAKE) --no-print-directory fuzz-build
+	@fuzz/run.sh fuzz $(BUILD) $(FUZZ_SECONDS)
+fuzz-regress: fuzz-prepare
+	@fuzz/run.sh regress $(BUILD) "$(FUZZ_CC)"
 
 clean:
 	rm -rf $(BUILD)
