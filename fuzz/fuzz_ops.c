@@ -36,10 +36,10 @@
  *
  * mgc_init runs once (LLVMFuzzerInitialize) with s=4k so that collections
  * happen often; MGC_PARAMS applies on top (e.g. MGC_PARAMS=C=1,V=1).  Each
- * input ends by dropping everything and running mgc_full_major until no
- * more finalisers run (one call should do: FUZZ_STRICT_FULL_MAJOR below), so
- * the next input starts from an empty heap and every finaliser has run
- * exactly once.  FUZZ_TRACE=1 prints every operation on stderr (to turn a
+ * input ends by dropping everything, one checked mgc_full_major
+ * (collect_and_check), then more until no more finalisers run, so the next
+ * input starts from an empty heap and every finaliser has run exactly
+ * once.  FUZZ_TRACE=1 prints every operation on stderr (to turn a
  * crashing input into an op sequence).
  *
  * Built with FUZZ_DOMAINS=2 (fuzz_ops2.c), each input also spawns a second
@@ -51,13 +51,12 @@
  *
  * Library bugs found (their inputs are the regress-* files of the corpus;
  * the two-domain finaliser ones are also tests/test_domains_final_regress.c)
- * each have
- * a switch: FUZZ_TWO_DOMAIN_EPHEMERONS (ephemerons on two domains) and
- * FUZZ_CROSS_DOMAIN_LAST (last-kind finalisers on another domain's young
- * blocks), 1 since their fixes, 0 steps around the bug; and
- * FUZZ_STRICT_FULL_MAJOR, 0 while one mgc_full_major does not yet run every
- * finaliser of the values dead at the call (see collect_and_check), 1 checks
- * mgc.h's contract in full.
+ * each have a switch: FUZZ_TWO_DOMAIN_EPHEMERONS (ephemerons on two
+ * domains) and FUZZ_CROSS_DOMAIN_LAST (last-kind finalisers on another
+ * domain's young blocks), 1 since their fixes, 0 steps around the bug.
+ * FUZZ_STRICT_FULL_MAJOR=1 checks the promise mgc.h made for mgc_full_major
+ * before f40c688, which the collector does not keep (see
+ * collect_and_check).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdarg.h>
@@ -939,17 +938,18 @@ static void op_garbage(struct ctx *c) {
    l0: what may keep values alive at the call; l1: the same plus the values
    of first-kind finalisers not run yet (kept alive by their finaliser, with
    what they reach).
-   FUZZ_STRICT_FULL_MAJOR=0 (the default) also spares the first-kind
-   finalisers of values that such a value references (l2), and the end of
-   an input collects until no more finalisers run: mgc_full_major runs the
-   finalisers it queues after each cycle end (since 906fc9a; before, only
-   after the last: tests/test_domains_final_regress.c), but the next
-   cycle has started by then, with the queued values among its roots, so a
-   value is found dead one cycle late when a first-kind finaliser keeps it
-   or a value referencing it (a value with both kinds:
-   fuzz/corpus/fuzz_ops/regress-strict-full-major-both-kinds; a chain of
-   three); mgc.h documents this.
-   -DFUZZ_STRICT_FULL_MAJOR=1 checks the contract as mgc.h states it. */
+   By default this is mgc.h's promise (since f40c688): the first-kind
+   finalisers of values dead at the call have run, except for values that
+   only a pending first-kind finaliser keeps alive (reached from what such
+   a value references: l2); and what the collector does besides: the
+   last-kind finalisers of values no pending first-kind finaliser keeps
+   alive (outside l1) have run too.  mgc_full_major runs the finalisers it
+   queues after each cycle end, when the next cycle has started with the
+   queued values among its roots, so a value kept by a first-kind finaliser
+   is found dead one cycle after it ran.  -DFUZZ_STRICT_FULL_MAJOR=1 checks
+   the older promise (every finaliser of every value dead at the call),
+   which fails on fuzz/corpus/fuzz_ops/regress-strict-full-major-both-kinds
+   (a value with both kinds). */
 #ifndef FUZZ_STRICT_FULL_MAJOR
 #define FUZZ_STRICT_FULL_MAJOR 0
 #endif
@@ -1796,12 +1796,13 @@ static long total_calls(struct ctx *c) {
 
 static void finish_input(void) {
   cur = &ctx0;
-  /* One mgc_full_major runs every finaliser of this domain (mgc.h);
-     FUZZ_STRICT_FULL_MAJOR checks that.  Then collect until no more
-     finalisers run (adopted ones of the terminated domain 1 run at domain
-     0's safepoints; and see FUZZ_STRICT_FULL_MAJOR), and check that every
-     finaliser has run exactly once. */
-  mgc_full_major();
+  /* Everything is garbage: one checked mgc_full_major (with
+     FUZZ_STRICT_FULL_MAJOR, every finaliser of this domain has run after
+     it).  Then collect until no more finalisers run (the values pending
+     finalisers kept; adopted finalisers of the terminated domain 1, which
+     run at domain 0's safepoints), and check that every finaliser has run
+     exactly once. */
+  collect_and_check(&ctx0, 0);
 #if FUZZ_STRICT_FULL_MAJOR
   ctx_check_finalisers(&ctx0, 0);
   ctx_check_finalisers(&ctx0, 1);

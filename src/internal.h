@@ -644,9 +644,10 @@ struct mgc_runtime {
   _Atomic uint64_t compacted_words; /* moved by compactions */
   _Atomic bool compact_requested;   /* by mgc_compact: the next cycle end */
   /* A last-kind finaliser was registered on another domain's young block
-     (final.c); latched by the enter barrier of each section into
-     final_barrier, which makes its minor collections wait for everybody's
-     finaliser update before any minor heap is reused. */
+     (final.c), cleared by the next minor collection; read by the enter
+     barrier of each section into final_barrier, which makes its minor
+     collections wait for everybody's finaliser update before any minor
+     heap is reused. */
   _Atomic bool young_last_foreign;
   bool final_barrier;
   _Atomic uint64_t live_words;

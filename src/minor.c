@@ -613,6 +613,11 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
      heap before everybody has (set for the whole section, see stw.c). */
   if (n > 1 && mgc_rt.final_barrier)
     mgc_stw_barrier(n);
+  /* Every table's young entries are processed now: the next registration
+     on another domain's young block sets the flag again. */
+  if (idx == 0 && mgc_rt.final_barrier)
+    atomic_store_explicit(&mgc_rt.young_last_foreign, false,
+                          memory_order_relaxed);
 #if MGC_DEBUG >= 2
   poison_minor_heap(used_from, d->young_end);
 #endif

@@ -115,9 +115,11 @@ static void run_section(struct mgc_dom *d) {
   /* Enter barrier: while the others come, do some marking or sweeping. */
   if (barrier_begin(n, d)) {
     uint64_t latency = mgc_now_ns() - r->requested_at;
-    /* Everybody is in: no registration can happen until the end. */
-    mgc_rt.final_barrier = atomic_exchange_explicit(
-        &mgc_rt.young_last_foreign, false, memory_order_relaxed);
+    /* Everybody is in: no registration can happen until the end.  The
+       flag stays set until a minor collection has processed the tables
+       (a section may hold no minor collection). */
+    mgc_rt.final_barrier =
+        atomic_load_explicit(&mgc_rt.young_last_foreign, memory_order_relaxed);
     mgc_histogram_add(&mgc_rt.stw_latency, latency, true);
     mgc_log(MGC_VERBOSE_STW, "section of %d domains: all stopped after %.1f us",
             n, (double)latency / 1e3);
