@@ -70,12 +70,8 @@ static void fix_block(word *hp) {
   }
   if (tag >= MGC_TAG_NO_SCAN)
     return;
-  size_t i = 0;
-  if (tag == MGC_TAG_CLOSURE && sz >= 2) {
-    i = MGC_CLOSINFO_STARTENV(MGC_FIELD(v, 1));
-    if (i > sz)
-      i = sz;
-  }
+  size_t i =
+      tag == MGC_TAG_CLOSURE && sz >= 2 ? mgc_closure_env_start(v, sz) : 0;
   for (; i < sz; i++)
     fix(&MGC_FIELD(v, i));
 }

@@ -433,12 +433,9 @@ void mgc_stacks_teardown(void) {
     if (!d)
       continue;
     mgc_stacks_release_held(d);
-    size_t n = mgc_table_count(&d->conts);
-    mgc_value *e = (mgc_value *)d->conts.base;
-    for (size_t j = 0; j < n; j++)
-      if (LOAD_RELAXED(HDR_PTR(e[j])) != 0)
-        mgc_cont_dead(e[j]);
-    mgc_table_clear(&d->conts);
+    /* Young continuations: the dead ones' stacks, and (at shutdown) the
+       live ones' too, since nothing will promote them. */
+    mgc_conts_after_minor(d);
     mgc_heap_for_each(d, free_pool_conts, no_large_conts, NULL);
   }
   mgc_heap_for_each_orphan(free_pool_conts, no_large_conts, NULL);

@@ -61,6 +61,17 @@ typedef _Atomic word aword;
 #define WHSIZE(wosize) ((wosize) + 1)
 #define IS_YOUNG_BLOCK(v) (MGC_IS_BLOCK(v) && mgc_is_young(v))
 
+/* The first field of a closure of sz >= 2 fields that holds a value: its
+   start of environment, clamped to its size (before it: code pointers,
+   closure info, infix headers).  Relaxed load: a marker may read a closure
+   whose info another domain's promoter has just written (Note [publishing
+   copies] in minor.c). */
+static inline size_t mgc_closure_env_start(mgc_value closure, size_t sz) {
+  size_t start =
+      MGC_CLOSINFO_STARTENV(LOAD_RELAXED(AWORD(&MGC_FIELD(closure, 1))));
+  return start < sz ? start : sz;
+}
+
 /* ------------------------------------------------------------------------ */
 /* platform.c: fatal errors, asserts, OS memory, clocks, spin and futex     */
 /* ------------------------------------------------------------------------ */

@@ -247,12 +247,8 @@ static inline bool set_marked(mgc_value v, word hd) {
 /* The fields of a block the major GC scans: closures from their start of
    environment (code pointers and infix headers are never followed). */
 static inline mgc_value *scan_start(mgc_value v, word hd) {
-  if (MGC_TAG_HD(hd) == MGC_TAG_CLOSURE && MGC_WOSIZE_HD(hd) >= 2) {
-    word ci = LOAD_RELAXED(AWORD(&MGC_FIELD(v, 1)));
-    size_t start = MGC_CLOSINFO_STARTENV(ci);
-    return (mgc_value *)v +
-           (start < MGC_WOSIZE_HD(hd) ? start : MGC_WOSIZE_HD(hd));
-  }
+  if (MGC_TAG_HD(hd) == MGC_TAG_CLOSURE && MGC_WOSIZE_HD(hd) >= 2)
+    return (mgc_value *)v + mgc_closure_env_start(v, MGC_WOSIZE_HD(hd));
   return (mgc_value *)v;
 }
 

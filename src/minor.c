@@ -343,19 +343,12 @@ static unsigned target_tag(struct promote_ctx *c, mgc_value f) {
   return MGC_TAG_HD(hd);
 }
 
-/* The fields of a closure before its start of environment (clamped to its
-   size): code pointers, closure info and infix headers. */
-static inline size_t closure_env_start(mgc_value closure, size_t sz) {
-  size_t start = MGC_CLOSINFO_STARTENV(MGC_FIELD(closure, 1));
-  return start < sz ? start : sz;
-}
-
 /* Copies fields 1 .. start of environment - 1 of the young closure v into
    its copy before the copy is published, so that an infix header is in
    place before anyone can step back over it (Note [publishing copies]).
    The original's fields 1.. are not written during a collection. */
 static void copy_closure_prefix(mgc_value copy, mgc_value v, size_t sz) {
-  size_t start = closure_env_start(v, sz);
+  size_t start = mgc_closure_env_start(v, sz);
   for (size_t i = 1; i < start; i++)
     MGC_FIELD(copy, i) = MGC_FIELD(v, i);
 }
@@ -464,7 +457,7 @@ static void mopup(struct promote_ctx *c) {
     }
     size_t i = 1;
     size_t env =
-        MGC_TAG_HD(hd) == MGC_TAG_CLOSURE ? closure_env_start(v, sz) : 0;
+        MGC_TAG_HD(hd) == MGC_TAG_CLOSURE ? mgc_closure_env_start(v, sz) : 0;
     if (env >= 2) {
       /* The prefix is in place already (copy_closure_prefix); only the
          closure info in field 1, overwritten by the todo link, is
