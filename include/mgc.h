@@ -72,6 +72,19 @@ typedef uintptr_t mgc_header;
   ((mgc_header)(((uintptr_t)(wosize) << 10) | ((uintptr_t)(tag)&0xFF) |        \
                 ((uintptr_t)((reserved)&0xFF) << 56)))
 
+/* Out-of-heap blocks.  An embedder may build blocks outside every heap (in
+   static or malloc'd memory: an interpreter's atoms, static strings) whose
+   header has the colour MGC_COLOUR_NOT_MARKABLE; pointers to them may be
+   stored anywhere a value goes (fields, roots, stacks, ephemerons).  The
+   collector never marks, scans, moves, promotes or frees them, and never
+   writes their header (it may be read-only memory).  Their fields are NOT
+   scanned: they must not be the only reference to a heap value.  Their tag
+   is neither MGC_TAG_INFIX nor MGC_TAG_CONT, and they cannot be finalised
+   (mgc_finalise refuses them). */
+#define MGC_COLOUR_NOT_MARKABLE ((mgc_header)3 << 8)
+#define MGC_MAKE_OUT_OF_HEAP_HEADER(wosize, tag)                               \
+  (MGC_MAKE_HEADER(wosize, tag, 0) | MGC_COLOUR_NOT_MARKABLE)
+
 /* The header is read with a relaxed atomic load: other domains may be
    changing its colour bits while marking. */
 #define MGC_HD_VAL(v)                                                          \
@@ -184,6 +197,17 @@ MGC_API int mgc_init(const mgc_params *p);
 MGC_API void mgc_shutdown(void);
 /* The parameters in force (after MGC_PARAMS). */
 MGC_API void mgc_get_params(mgc_params *out);
+/* Changes the parameters that may change while running (OCaml's Gc.set):
+   space_overhead, verbose, verify, the custom ratios and
+   custom_minor_max_size, fiber_max_words, compact_overhead, compact_every,
+   and minor_heap_words: when it differs from the value in force, the
+   calling domain's minor heap is resized (as mgc_set_minor_heap_size) and
+   domains spawned later get the new size; other running domains keep
+   theirs.  Every other field must equal the value in force.  Returns
+   MGC_OK, or MGC_EINVAL (nothing applied, a line on stderr naming the key)
+   for a NULL p, a value mgc_init would refuse, or a change to a field that
+   cannot change at run time.  A safepoint (a stop-the-world section). */
+MGC_API int mgc_set_params(const mgc_params *p);
 
 MGC_API void mgc_set_fatal_handler(void (*handler)(const char *msg));
 MGC_API void mgc_set_oom_handler(void (*handler)(size_t bytes));
@@ -254,6 +278,17 @@ MGC_API mgc_value mgc_alloc_shr(size_t wosize, unsigned tag);
 /* As mgc_alloc, with the header's 8 reserved bits set. */
 MGC_API mgc_value mgc_alloc_reserved(size_t wosize, unsigned tag,
                                      unsigned reserved);
+/* As mgc_alloc_shr, with the header's reserved bits set; tag
+   MGC_TAG_CUSTOM is allowed too (its fields start as zero: store the ops
+   into field 0 before the next safepoint, then call mgc_custom_register).
+   Never collects.  Out of memory: the OOM handler. */
+MGC_API mgc_value mgc_alloc_shr_reserved(size_t wosize, unsigned tag,
+                                         unsigned reserved);
+/* The same, but returns 0 (and sets mgc_last_error to MGC_ENOMEM) instead
+   of calling the OOM handler when the memory cannot be had, a wosize above
+   MGC_MAX_WOSIZE included.  A bad tag is still a fatal error. */
+MGC_API mgc_value mgc_alloc_shr_noexc(size_t wosize, unsigned tag,
+                                      unsigned reserved);
 
 MGC_API mgc_value mgc_alloc_string(size_t len);
 MGC_API mgc_value mgc_copy_string(const char *s);
@@ -285,6 +320,17 @@ typedef struct mgc_custom_ops {
    major cycle (0: relative to the major heap, as custom_major_ratio says). */
 MGC_API mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes,
                                    size_t mem, size_t max);
+/* Registers a custom block the embedder made by hand (an unmarshaller),
+   once, before the next safepoint.  A young v (in the calling domain's
+   minor heap): allocate it with mgc_alloc_small under an ordinary tag
+   (MGC_TAG_ABSTRACT), then, before any safepoint, rewrite its header with
+   MGC_MAKE_HEADER(wosize, MGC_TAG_CUSTOM, reserved) and store the ops into
+   field 0; from then on it behaves as a block of mgc_alloc_custom(ops,
+   bytes, mem, max): finalised once when it dies, young or later, its mem
+   accounted.  A major v (from mgc_alloc_shr_noexc or _reserved with tag
+   MGC_TAG_CUSTOM): only mem is accounted (the sweeper finalises every dead
+   major custom block anyway).  Not a safepoint. */
+MGC_API void mgc_custom_register(mgc_value v, size_t mem, size_t max);
 #define MGC_CUSTOM_OPS(v) (*(const mgc_custom_ops **)(v))
 #define MGC_CUSTOM_DATA(v) ((void *)&MGC_FIELD((v), 1))
 
@@ -294,6 +340,16 @@ MGC_API mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes,
 
 /* Store into a field of any block: the write barrier. */
 MGC_API void mgc_modify(mgc_value *field, mgc_value v);
+/* The write barrier without the store: to be called right after the
+   embedder itself stored newv into *field, a field of block obj (a CAS,
+   an atomic exchange, a fill), where old was the previous content.  Does
+   what mgc_modify does besides the store: with obj outside the minor
+   heaps, darkens old when it is a major block (unless old is young: the
+   field is remembered already) and remembers the field when newv is
+   young.  The embedder's store must be a release store (or stronger) if
+   another domain may read newv through the field. */
+MGC_API void mgc_write_barrier(mgc_value obj, mgc_value *field, mgc_value old,
+                               mgc_value newv);
 /* First store into a field of a block from mgc_alloc_shr. */
 MGC_API void mgc_initialize(mgc_value *field, mgc_value v);
 /* Atomic tag change (Lazy -> Forcing -> Forward); 1 on success. */
@@ -379,6 +435,20 @@ typedef void (*mgc_scanning_action)(void *data, mgc_value v, mgc_value *slot);
    thread, or its backup thread while it sits in a blocking section). */
 MGC_API void mgc_set_scan_roots_hook(void (*hook)(mgc_scanning_action,
                                                   void *data));
+/* Why the roots are scanned.  MGC_SCAN_YOUNG: by a minor collection; only
+   young values matter, and the action ignores every other word (integers,
+   old or out-of-heap blocks, pointers outside the heaps, code pointers: any
+   word that is not an address inside a minor heap), so the hook may skip
+   its filtering of non-values.  MGC_SCAN_FULL: anything else (the start of
+   a major cycle, compaction, the verifier): report only values. */
+typedef enum mgc_scan_kind {
+  MGC_SCAN_FULL = 0,
+  MGC_SCAN_YOUNG = 1
+} mgc_scan_kind;
+/* The same hook, told the kind of scan.  There is one hook: setting either
+   kind replaces the other. */
+MGC_API void mgc_set_scan_roots_hook_kind(
+    void (*hook)(mgc_scanning_action action, void *data, mgc_scan_kind kind));
 
 /* ------------------------------------------------------------------------ */
 /* Domains, threads, safepoints                                             */
@@ -399,6 +469,13 @@ MGC_API int mgc_domain_self(void);
 /* The calling domain's slot, in [0, max_domains): reused by a later domain
    once this one has terminated.  -1 on a thread that is not a domain. */
 MGC_API int mgc_domain_index(void);
+/* A pointer of the embedder's per domain (its own domain state): set by
+   the domain for itself, NULL until then.  mgc_domain_user returns that of
+   the domain the calling thread acts for: the domain's own thread, its
+   backup thread, or any thread scanning that domain's roots (inside the
+   roots hook, whichever thread calls it); NULL on another thread. */
+MGC_API void mgc_domain_set_user(void *p);
+MGC_API void *mgc_domain_user(void);
 
 MGC_API void mgc_poll_slow(void);
 /* A safepoint for loops that do not allocate. */
@@ -408,6 +485,21 @@ static inline void mgc_poll(void) {
                    __atomic_load_n(&s->young_limit, __ATOMIC_RELAXED)))
     mgc_poll_slow();
 }
+
+/* Makes the calling domain's next mgc_alloc_small or mgc_poll take the slow
+   path, which does the GC work due and returns normally (calling the reset
+   hook below).  Async-signal-safe: may be called from a signal handler
+   running on a domain's thread (a no-op on another thread).  Never lost:
+   an interrupt that arrives while the slow path runs is either seen by the
+   next fast-path check, or followed by a call of the reset hook. */
+MGC_API void mgc_interrupt(void);
+/* Called on the domain's own thread (never its backup thread) each time
+   mgc recomputes the domain's young limit (after a minor collection, at
+   the end of every slow path, ...), after the new limit is stored: an
+   embedder with its own pending flags (signals) calls mgc_interrupt again
+   from it.  It may run inside a collection: it must not allocate or call
+   into mgc other than mgc_interrupt and mgc_domain_user.  NULL removes. */
+MGC_API void mgc_set_young_limit_reset_hook(void (*hook)(void));
 
 /* Around code that may block without touching the heap: no mgc_ call, no
    MGC_FIELD access, no root change inside.  Collections go on meanwhile. */
@@ -631,6 +723,11 @@ MGC_API void mgc_minor_collection(void);
 MGC_API void mgc_major_slice(intptr_t work);
 /* Finish the major cycle under way. */
 MGC_API void mgc_major_collection(void);
+/* Finish the major cycle under way, as mgc_major_collection, and compact
+   the heap at its end (the compaction of mgc_compact, at that cycle end:
+   what was unreachable when the cycle started is freed, the rest moves as
+   needed).  OCaml's caml_finish_major_cycle(1). */
+MGC_API void mgc_major_collection_compact(void);
 /* Empty the minor heaps, then run three major cycles, the calling domain's
    due finalisers after each (OCaml's Gc.full_major): when it returns, every
    block that was dead at the call has been freed, every ephemeron key and
@@ -650,6 +747,13 @@ MGC_API void mgc_full_major(void);
 MGC_API void mgc_compact(void);
 /* Empties the minor heap first; at least 257 words. */
 MGC_API void mgc_set_minor_heap_size(size_t words);
+/* The calling domain's minor heap: [*start, *end), allocation going down
+   from *end.  It moves when a minor heap is resized (mgc_set_minor_heap_size
+   and mgc_set_params on this domain; growing beyond the reservation's slots
+   from any domain moves every domain's): read it again after those. */
+MGC_API void mgc_minor_heap_range(void **start, void **end);
+/* Words still free in the calling domain's minor heap (young_ptr - start). */
+MGC_API size_t mgc_minor_free_words(void);
 
 typedef struct mgc_stats {
   uint64_t minor_words;

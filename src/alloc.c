@@ -139,6 +139,58 @@ mgc_value mgc_alloc_shr(size_t wosize, unsigned tag) {
   return mgc_alloc_major(d, wosize, tag, 0, true);
 }
 
+/* The tag and reserved-bit checks of the two calls below: those of
+   mgc_alloc_shr, except that Custom blocks may be made (an unmarshaller
+   fills in the ops, then calls mgc_custom_register). */
+static void check_shr_tag(const char *fn, size_t wosize, unsigned tag,
+                          unsigned reserved) {
+  MGC_CHECK(reserved <= 255, "%s: reserved bits %u do not fit in 8 bits", fn,
+            reserved);
+  MGC_CHECK(tag <= 255, "%s: tag %u is out of range [0, 255]", fn, tag);
+  MGC_CHECK(wosize == 0 || tag == MGC_TAG_CUSTOM ||
+                mgc_tag_is_valid_alloc(wosize, tag),
+            "%s: tag %u cannot be allocated with %zu fields this way "
+            "(Infix and Cont blocks have their own calls; Forward and "
+            "Double take one field, closures at least two)",
+            fn, tag, wosize);
+}
+
+mgc_value mgc_alloc_shr_reserved(size_t wosize, unsigned tag,
+                                 unsigned reserved) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_alloc_shr_reserved");
+  check_shr_tag("mgc_alloc_shr_reserved", wosize, tag, reserved);
+  MGC_CHECK(wosize <= MGC_MAX_WOSIZE,
+            "mgc_alloc_shr_reserved: size %zu words exceeds the largest "
+            "block (%zu words)",
+            wosize, (size_t)MGC_MAX_WOSIZE);
+  if (wosize == 0)
+    return atom(tag);
+  return mgc_alloc_major(d, wosize, tag, reserved, true);
+}
+
+/* As mgc_alloc_major, but 0 instead of the OOM handler: memory that cannot
+   be had, and sizes no block can have, are the caller's to handle (OCaml's
+   caml_alloc_shr_noexc). */
+mgc_value mgc_alloc_shr_noexc(size_t wosize, unsigned tag, unsigned reserved) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_alloc_shr_noexc");
+  check_shr_tag("mgc_alloc_shr_noexc", wosize, tag, reserved);
+  if (wosize > MGC_MAX_WOSIZE) {
+    mgc_set_last_error(MGC_ENOMEM);
+    return 0;
+  }
+  if (wosize == 0)
+    return atom(tag);
+  word *hp = mgc_heap_alloc(d, wosize, tag, reserved);
+  if (!hp) {
+    mgc_set_last_error(MGC_ENOMEM);
+    return 0;
+  }
+  mgc_value v = (mgc_value)(hp + 1);
+  fill(v, wosize, tag);
+  mgc_note_major_alloc(d, WHSIZE(wosize));
+  return v;
+}
+
 /* ------------------------------------------------------------------------ */
 /* Strings and doubles                                                      */
 /* ------------------------------------------------------------------------ */
@@ -205,6 +257,32 @@ void mgc_store_double_field(mgc_value v, size_t i, double x) {
 /* Custom blocks                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* A young custom block of d with its ops in place: the custom table
+   decides after each minor collection whether it died (finalised) or was
+   promoted (its mem charged to the major GC), DESIGN §3.5.  Not a
+   safepoint: a full table or share only requests a minor collection. */
+static void custom_young(struct mgc_dom *d, mgc_value v,
+                         const mgc_custom_ops *ops, size_t mem, size_t max) {
+  if (ops->finalize || mem) {
+    struct custom_entry *e = mgc_table_add(d, &d->custom);
+    e->block = v;
+    e->mem = mem;
+    e->max = max;
+  }
+  if (mem) {
+    /* The minor heap's share (OCaml's alloc_custom_gen): mem / max of a
+       minor collection, or with max = 0 relative to the minor heap (the
+       m parameter); a whole one requests a minor collection. */
+    double max_minor = max ? (double)max
+                           : (double)d->minor_heap_words * WORD / 100.0 *
+                                 mgc_rt.params.custom_minor_ratio;
+    d->extra_minor_resources +=
+        (double)((double)mem < max_minor ? (double)mem : max_minor) / max_minor;
+    if (d->extra_minor_resources > 1.0)
+      mgc_request_minor(d);
+  }
+}
+
 mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes, size_t mem,
                            size_t max) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_alloc_custom");
@@ -218,24 +296,7 @@ mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes, size_t mem,
     v = mgc_alloc_young(d, wosize, MGC_TAG_CUSTOM, 0);
     memset((void *)v, 0, wosize * WORD);
     MGC_FIELD(v, 0) = (mgc_value)ops;
-    if (ops->finalize || mem) {
-      struct custom_entry *e = mgc_table_add(d, &d->custom);
-      e->block = v;
-      e->mem = mem;
-      e->max = max;
-    }
-    if (mem) {
-      /* The minor heap's share (OCaml's alloc_custom_gen): mem / max of a
-         minor collection, or with max = 0 relative to the minor heap (the
-         m parameter); a whole one requests a minor collection. */
-      double max_minor = max ? (double)max
-                             : (double)d->minor_heap_words * WORD / 100.0 *
-                                   mgc_rt.params.custom_minor_ratio;
-      d->extra_minor_resources +=
-          (double)(mem < max_minor ? mem : max_minor) / max_minor;
-      if (d->extra_minor_resources > 1.0)
-        mgc_request_minor(d);
-    }
+    custom_young(d, v, ops, mem, max);
   } else {
     v = mgc_alloc_major(d, wosize, MGC_TAG_CUSTOM, 0, false);
     memset((void *)v, 0, wosize * WORD);
@@ -245,6 +306,37 @@ mgc_value mgc_alloc_custom(const mgc_custom_ops *ops, size_t bytes, size_t mem,
     v = mgc_check_urgent_gc(d, v);
   }
   return v;
+}
+
+/* A custom block made by hand (mgc.h): a young one of the calling domain's
+   minor heap joins the custom table as if from mgc_alloc_custom; a major
+   one only has its mem charged (the sweeper finalises every dead major
+   custom block whatever made it). */
+void mgc_custom_register(mgc_value v, size_t mem, size_t max) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_custom_register");
+  MGC_CHECK(MGC_IS_BLOCK(v) && v != 0,
+            "mgc_custom_register: %#lx is not a block", (unsigned long)v);
+  word hd = LOAD_RELAXED(HDR_PTR(v));
+  MGC_CHECK(MGC_TAG_HD(hd) == MGC_TAG_CUSTOM && MGC_WOSIZE_HD(hd) >= 1,
+            "mgc_custom_register: %p is a block of tag %u and %zu fields, not "
+            "a custom block",
+            (void *)v, MGC_TAG_HD(hd), (size_t)MGC_WOSIZE_HD(hd));
+  MGC_CHECK(COLOUR_HD(hd) != NOT_MARKABLE,
+            "mgc_custom_register: %p is a block outside the heap", (void *)v);
+  const mgc_custom_ops *ops = MGC_CUSTOM_OPS(v);
+  MGC_CHECK(ops != NULL, "mgc_custom_register: %p has NULL ops in field 0",
+            (void *)v);
+  if (mgc_is_young(v)) {
+    /* The table is read after each minor collection by this domain only,
+       which must own the block's heap (invariant 21). */
+    MGC_CHECK((word)v > d->fast.young_ptr && (word)v < d->young_end,
+              "mgc_custom_register: young %p is not in the calling domain's "
+              "allocated minor heap",
+              (void *)v);
+    custom_young(d, v, ops, mem, max);
+  } else if (mem) {
+    mgc_adjust_gc_speed(d, mem, max);
+  }
 }
 
 /* After the end barrier: every young custom block of this domain is either

@@ -139,7 +139,7 @@ void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n) {
   mgc_heap_for_each(d, fix_pool, fix_large, NULL);
   mgc_ephe_compact_update(d, fix_action, NULL);
   mgc_final_compact_update(d, fix_action, NULL);
-  mgc_scan_local_roots(d, fix_action, NULL);
+  mgc_scan_local_roots(d, fix_action, NULL, MGC_SCAN_FULL);
   if (idx == 0) {
     mgc_scan_global_roots(fix_action, NULL, false);
     mgc_ephe_compact_update_orphans(fix_action, NULL);

@@ -28,6 +28,7 @@ struct mgc_runtime mgc_rt;
 struct mgc_young_range mgc_young_range;
 struct mgc_fast_state mgc_no_domain_state = {0, UINTPTR_MAX, NULL};
 MGC_THREAD_LOCAL struct mgc_fast_state *mgc_tls_state = &mgc_no_domain_state;
+_Thread_local bool mgc_tls_on_backup;
 
 _Static_assert(offsetof(struct mgc_dom, fast) == 0,
                "the fast state must open the domain state");
@@ -52,6 +53,29 @@ int mgc_domain_self(void) {
 int mgc_domain_index(void) {
   struct mgc_fast_state *s = mgc_tls_state;
   return s == &mgc_no_domain_state ? -1 : ((struct mgc_dom *)s)->id;
+}
+
+/* Relaxed: the pointer is written by the domain's own thread and read by
+   that thread, by its backup thread (after taking the domain lock that the
+   domain released on entering its blocking section) or inside a STW section
+   (after barriers): those orders publish it and what it points to. */
+void mgc_domain_set_user(void *p) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_domain_set_user");
+  atomic_store_explicit(&d->user, p, memory_order_relaxed);
+}
+
+/* The domain whose roots are being scanned on this thread (the verifier
+   scans every domain's), else the thread's own domain (a backup thread's
+   state is its domain's). */
+void *mgc_domain_user(void) {
+  struct mgc_dom *d = mgc_tls_scanning;
+  if (!d) {
+    struct mgc_fast_state *s = mgc_tls_state;
+    if (s == &mgc_no_domain_state)
+      return NULL;
+    d = (struct mgc_dom *)s;
+  }
+  return atomic_load_explicit(&d->user, memory_order_relaxed);
 }
 
 void mgc_call_hook(_Atomic(void (*)(void)) *hook) {
@@ -90,6 +114,8 @@ static struct mgc_dom *dom_prepare(int id) {
   mgc_stacks_init_domain(d);
   d->extra_minor_resources = 0;
   atomic_store(&d->interrupt_pending, 0);
+  atomic_store(&d->embedder_interrupt, 0);
+  atomic_store_explicit(&d->user, NULL, memory_order_relaxed);
   memset(&d->heap, 0, sizeof d->heap);
   memset(&d->mark, 0, sizeof d->mark);
   if (!d->grey)
@@ -122,8 +148,11 @@ static void dom_release_memory(struct mgc_dom *d) {
   mgc_minor_heap_decommit(d);
 }
 
-/* Adds d to the participants once no section is running. */
-static void join_participants(struct mgc_dom *d) {
+/* Takes all_domains_lock at a moment when no section runs (for a domain
+   that is not a participant yet).  After waiting through two sections it
+   holds new ones off (joiners_waiting, OCaml 5.3's remedy for spawn
+   starvation) until unlock_joiner.  Returns what to pass to it. */
+static int lock_joiner(void) {
   int waited = 0;
   pthread_mutex_lock(&mgc_rt.all_domains_lock);
   while (LOAD_RELAXED(&mgc_rt.stw_leader) != NULL) {
@@ -131,13 +160,28 @@ static void join_participants(struct mgc_dom *d) {
       atomic_fetch_add(&mgc_rt.joiners_waiting, 1);
     pthread_cond_wait(&mgc_rt.all_domains_cond, &mgc_rt.all_domains_lock);
   }
+  return waited;
+}
+
+static void unlock_joiner(int waited) {
+  if (waited >= 2)
+    atomic_fetch_sub(&mgc_rt.joiners_waiting, 1);
+  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+}
+
+/* Adds d to the participants once no section is running. */
+static void join_participants(struct mgc_dom *d) {
+  int waited = lock_joiner();
+  /* A section that grew the reservation since our heap was committed
+     (stw_grow_arena) released that memory: commit it again there.  No
+     section runs now, so the reservation is stable. */
+  if (mgc_minor_heap_recommit(d) != 0)
+    mgc_fatal("cannot commit a minor heap of %zu words", d->minor_heap_words);
   int n = LOAD_RELAXED(&mgc_rt.n_participants);
   mgc_major_domain_join(d);
   mgc_rt.participants[n] = d;
   STORE_RELAXED(&mgc_rt.n_participants, n + 1);
-  if (waited >= 2)
-    atomic_fetch_sub(&mgc_rt.joiners_waiting, 1);
-  pthread_mutex_unlock(&mgc_rt.all_domains_lock);
+  unlock_joiner(waited);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -156,6 +200,7 @@ static bool backup_has_work(struct mgc_dom *d) {
 static void *backup_main(void *arg) {
   struct mgc_dom *d = arg;
   mgc_domain_set_self(d);
+  mgc_tls_on_backup = true;
   pthread_mutex_lock(&d->intr_lock);
   for (;;) {
     if (d->backup_state == BACKUP_TERMINATE)
@@ -301,8 +346,6 @@ int mgc_init(const mgc_params *given) {
   return 0;
 }
 
-void mgc_get_params(mgc_params *out) { *out = mgc_rt.params; }
-
 void mgc_shutdown(void) {
   if (!mgc_rt.initialised)
     return;
@@ -357,6 +400,7 @@ struct mgc_domain {
   mgc_value arg;    /* generational global root until the body starts */
   mgc_value result; /* generational global root once the body returned */
   int id;
+  size_t minor_words;   /* the s= in force at the spawn (mgc_set_params) */
   pthread_mutex_t lock; /* handshake */
   pthread_cond_t cond;
   int state; /* 0 starting, 1 running, negative: error */
@@ -428,7 +472,11 @@ static void handshake(struct mgc_domain *h, int state) {
 static void *domain_main(void *arg) {
   struct mgc_domain *h = arg;
   struct mgc_dom *d = mgc_rt.slots[h->id];
-  int r = mgc_minor_heap_commit(d, mgc_rt.params.minor_heap_words);
+  /* The reservation changes only inside sections (stw_grow_arena): read it
+     under the lock with none running (join_participants checks again). */
+  int waited = lock_joiner();
+  int r = mgc_minor_heap_commit(d, h->minor_words);
+  unlock_joiner(waited);
   if (r == 0)
     r = start_backup(d);
   if (r) {
@@ -488,6 +536,8 @@ mgc_domain *mgc_domain_spawn(mgc_value (*body)(mgc_value arg), mgc_value arg) {
   h->arg = arg;
   h->result = MGC_UNIT;
   h->id = id;
+  /* Read by a participant: mgc_set_params writes it inside a section. */
+  h->minor_words = mgc_rt.params.minor_heap_words;
   pthread_mutex_init(&h->lock, NULL);
   pthread_cond_init(&h->cond, NULL);
   mgc_register_generational_global_root(&h->arg);

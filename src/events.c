@@ -15,7 +15,10 @@
  *   reader of events [c, e):   e = end (acquire); read the slots
  *                              (relaxed); acquire fence; b = begin;
  *                              events numbered below b - E may have been
- *                              overwritten while we read them: dropped.
+ *                              overwritten while we read them: dropped,
+ *                              and those from e up to b - E (a writer
+ *                              that lapped the ring meanwhile) skipped;
+ *                              both are counted as lost.
  * If the reader saw any word a later writer stored, the fences order that
  * writer's store of begin before the reader's load of begin, so the
  * reader sees the overwrite announced and drops the event.
@@ -150,6 +153,10 @@ size_t mgc_events_read(int domain, uint64_t *cursor, mgc_event *buf, size_t max,
     memmove(buf, buf + skip, (n - skip) * sizeof *buf);
     n -= skip;
   }
+  /* A writer that lapped the ring while we read (first_safe beyond e):
+     the events from e to first_safe are gone too, and counted. */
+  if (first_safe > e)
+    dropped += first_safe - e;
   *cursor = e > first_safe ? e : first_safe;
   if (lost)
     *lost = dropped;

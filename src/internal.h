@@ -53,7 +53,9 @@ typedef _Atomic word aword;
 #define COLOUR_MASK ((word)3 << 8)
 #define COLOUR_HD(h) ((word)(h)&COLOUR_MASK)
 #define WITH_COLOUR(h, c) (((word)(h) & ~COLOUR_MASK) | (c))
-#define NOT_MARKABLE ((word)3 << 8)
+/* Atoms, MGC_EPHE_NONE, the embedder's out-of-heap blocks (invariant 39),
+   and for a moment a continuation being scanned (DESIGN §6.4). */
+#define NOT_MARKABLE ((word)MGC_COLOUR_NOT_MARKABLE)
 /* The promotion-in-progress marker: wosize 0, colour 1, tag 0.  No young
    block has wosize 0, so it is unambiguous (DESIGN §1.2). */
 #define IN_PROGRESS_HD ((word)0x100)
@@ -471,7 +473,11 @@ int mgc_minor_arena_init(size_t max_domains, size_t slot_words);
 void mgc_minor_arena_free(void);
 int mgc_minor_heap_commit(struct mgc_dom *d, size_t words);
 void mgc_minor_heap_decommit(struct mgc_dom *d);
+int mgc_minor_heap_recommit(struct mgc_dom *d); /* joining, under the lock */
 void mgc_reset_young_limit(struct mgc_dom *d);
+/* True on a backup thread (domain.c): the limit-reset hook and the
+   clearing of embedder interrupts belong to the domain's own thread. */
+extern _Thread_local bool mgc_tls_on_backup;
 void mgc_request_minor(struct mgc_dom *d);
 void mgc_request_major_slice(struct mgc_dom *d);
 void mgc_empty_minor_heaps(struct mgc_dom *d);
@@ -489,7 +495,12 @@ extern _Atomic uint64_t mgc_minor_gcs_started;
 /* roots.c: local, global and generational roots, scan hook                  */
 /* ------------------------------------------------------------------------ */
 
-void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx);
+/* d's frames, held stacks and the embedder's hook, told the kind of scan;
+   mgc_domain_user() gives d's pointer meanwhile, whatever the thread. */
+void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx,
+                          mgc_scan_kind kind);
+/* The domain whose roots this thread is scanning, or NULL. */
+extern _Thread_local struct mgc_dom *mgc_tls_scanning;
 void mgc_scan_global_roots(mgc_root_action f, void *ctx, bool minor);
 void mgc_global_roots_young_to_old(void);
 void mgc_global_roots_teardown(void);
@@ -566,6 +577,7 @@ struct mgc_dom {
   word young_end;
   word young_trigger; /* midpoint or young_start (invariant 7) */
   size_t minor_heap_words;
+  uint64_t arena_generation; /* of the reservation it was committed in */
   bool requested_minor;
   bool requested_major_slice;
   size_t torture_count;
@@ -581,6 +593,13 @@ struct mgc_dom {
 
   /* STW: set by the leader (release), cleared by the participant */
   _Atomic int interrupt_pending;
+  /* mgc_interrupt (possibly from a signal handler on the domain's thread):
+     set before the limit is stored all-ones, cleared by the domain's own
+     thread only, before it resets the limit (DESIGN §2.3). */
+  _Atomic int embedder_interrupt;
+  /* The embedder's pointer (mgc_domain_set_user): written by the domain's
+     thread, read by whoever acts for the domain. */
+  _Atomic(void *) user;
   int stw_index; /* position in the current section, written by leader */
 
   /* major heap and collector */
@@ -681,7 +700,12 @@ struct mgc_runtime {
   _Atomic(void (*)(void)) minor_end_hook;
   _Atomic(void (*)(void)) slice_begin_hook;
   _Atomic(void (*)(void)) slice_end_hook;
-  _Atomic(void (*)(mgc_scanning_action, void *)) scan_roots_hook;
+  /* The one roots hook (mgc_set_scan_roots_hook_kind); a hook set with
+     the older mgc_set_scan_roots_hook is called through a trampoline
+     that reads scan_roots_hook_plain. */
+  _Atomic(void (*)(mgc_scanning_action, void *, mgc_scan_kind)) scan_roots_hook;
+  _Atomic(void (*)(mgc_scanning_action, void *)) scan_roots_hook_plain;
+  _Atomic(void (*)(void)) young_limit_reset_hook;
   _Atomic(void (*)(void)) finalisers_pending_hook;
 };
 extern struct mgc_runtime mgc_rt;

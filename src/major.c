@@ -702,7 +702,7 @@ out:
     mgc_compact_from_stw(d, idx, n);
   d->sweeping_done = false;
   d->marking_done = false;
-  mgc_scan_local_roots(d, darken_action, d);
+  mgc_scan_local_roots(d, darken_action, d, MGC_SCAN_FULL);
   mgc_final_scan_roots(d, darken_action, d);
   int unstarted = 0;
   if (atomic_compare_exchange_strong(&mgc_rt.counts.global_roots_started,
@@ -1039,6 +1039,18 @@ void mgc_major_slice(intptr_t work) {
 
 void mgc_major_collection(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_major_collection");
+  mgc_major_finish_cycle(d, 1, true);
+  mgc_final_run_at_safepoint(d);
+}
+
+/* The cycle under way ends with a compaction (OCaml's
+   caml_finish_major_cycle(1)).  The request is a flag read by whichever
+   cycle end comes next (mgc_compact_decide): if another domain ends the
+   cycle between our store and our finishing, that end compacts, and we
+   finish one more cycle, as mgc_major_collection would have. */
+void mgc_major_collection_compact(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_major_collection_compact");
+  atomic_store(&mgc_rt.compact_requested, true);
   mgc_major_finish_cycle(d, 1, true);
   mgc_final_run_at_safepoint(d);
 }

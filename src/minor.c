@@ -31,6 +31,7 @@ _Atomic uint64_t mgc_minor_gcs_started;
 static word arena_start;
 static size_t arena_slot_bytes;
 static size_t arena_slots;
+static uint64_t arena_generation; /* bumped when it moves (stw_grow_arena) */
 
 static size_t round_to_pages(size_t bytes) {
   size_t ps = mgc_page_size();
@@ -47,6 +48,7 @@ int mgc_minor_arena_init(size_t max_domains, size_t slot_words) {
   arena_start = (word)p;
   arena_slot_bytes = slot;
   arena_slots = max_domains;
+  arena_generation++;
   /* Written before any other domain exists. */
   mgc_young_range.start = arena_start;
   mgc_young_range.end = arena_start + slot * max_domains;
@@ -70,10 +72,22 @@ int mgc_minor_heap_commit(struct mgc_dom *d, size_t words) {
     return MGC_ENOMEM;
   d->young_start = start;
   d->young_end = start + bytes;
+  d->arena_generation = arena_generation;
   d->minor_heap_words = bytes / WORD;
   d->fast.young_ptr = d->young_end;
   d->young_trigger = d->young_start + bytes / 2;
   return 0;
+}
+
+/* A domain about to join (under all_domains_lock, no section running):
+   its heap was committed before a section may have moved the reservation
+   (stw_grow_arena, which released the old one); commit it again in the
+   reservation in force. */
+int mgc_minor_heap_recommit(struct mgc_dom *d) {
+  /* A new reservation may sit at the old address: compare generations. */
+  if (d->arena_generation == arena_generation)
+    return 0;
+  return mgc_minor_heap_commit(d, d->minor_heap_words);
 }
 
 void mgc_minor_heap_decommit(struct mgc_dom *d) {
@@ -94,18 +108,63 @@ static inline bool slice_requested(struct mgc_dom *d) {
          atomic_load(&mgc_rt.slice_epoch);
 }
 
-/* Only the owner calls this (invariant 7).  The exchange and the seq_cst
-   load of interrupt_pending pair with the seq_cst store of an interrupter
+/* Only the owner calls this (invariant 7): the domain's thread, or its
+   backup thread while it is blocked.  The exchange and the seq_cst load of
+   interrupt_pending pair with the seq_cst store of an interrupter
    (mgc_stw_interrupt), which sets the flag before storing all-ones: either
    our exchange comes after their all-ones store (and we see the flag) or
-   their store comes after our exchange (and the limit stays all-ones). */
+   their store comes after our exchange (and the limit stays all-ones).
+
+   The embedder's interrupts (mgc_interrupt, invariant 40) follow the same
+   pattern with embedder_interrupt, which only the domain's own thread
+   clears, before its exchange: an interrupt that lands before the clear is
+   served by the slow path now running (the reset hook is called below,
+   after the new limit is stored); one that lands after it is seen by the
+   load below or leaves its all-ones in place.  The backup thread never
+   clears it, so an interrupt that arrives while the domain is blocked
+   keeps the limit all-ones until the domain's own thread resets it
+   (leaving the section does), and the hook runs then. */
 void mgc_reset_young_limit(struct mgc_dom *d) {
+  bool own = !mgc_tls_on_backup;
   word lim = mgc_rt.params.torture_every ? UINTPTR_MAX : d->young_trigger;
+  /* Cleared only when set (a relaxed load on the one thread that clears
+     it: a signal handler's store after the load is seen by the re-check). */
+  if (own && LOAD_RELAXED(&d->embedder_interrupt))
+    atomic_store(&d->embedder_interrupt, 0);
   __atomic_exchange_n(&d->fast.young_limit, lim, __ATOMIC_SEQ_CST);
-  if (atomic_load(&d->interrupt_pending) || d->requested_minor ||
+  if (atomic_load(&d->interrupt_pending) ||
+      atomic_load(&d->embedder_interrupt) || d->requested_minor ||
       d->requested_major_slice || slice_requested(d) ||
       mgc_final_wants_safepoint(d))
     __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+  if (own) {
+    /* Acquire: pairs with the release store of the setter. */
+    void (*hook)(void) = atomic_load_explicit(&mgc_rt.young_limit_reset_hook,
+                                              memory_order_acquire);
+    if (hook)
+      hook();
+  }
+}
+
+/* Async-signal-safe (mgc.h): a thread-local load and two lock-free atomic
+   stores, nothing else.  Seq_cst on the flag, as mgc_stw_interrupt does:
+   the backup thread may be resetting the limit at the same moment (the
+   domain is blocked), and its exchange and load of the flag are seq_cst.
+   On the domain's own thread a signal handler runs between two of its
+   instructions, and the seq_cst operations of mgc_reset_young_limit keep
+   their order: see there. */
+void mgc_interrupt(void) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  if (s == &mgc_no_domain_state)
+    return;
+  struct mgc_dom *d = (struct mgc_dom *)s;
+  atomic_store(&d->embedder_interrupt, 1);
+  __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
+}
+
+void mgc_set_young_limit_reset_hook(void (*hook)(void)) {
+  atomic_store_explicit(&mgc_rt.young_limit_reset_hook, hook,
+                        memory_order_release);
 }
 
 void mgc_request_minor(struct mgc_dom *d) {
@@ -476,7 +535,10 @@ static void mopup(struct promote_ctx *c) {
   }
 }
 
-/* The scanning action for roots: a no-op outside the minor heaps. */
+/* The scanning action for roots: a no-op for every word that is not an
+   address inside the minor heaps (integers, 0, old and out-of-heap blocks,
+   pointers outside any heap, code pointers), so that a hook told
+   MGC_SCAN_YOUNG may report such words unfiltered (invariant 41). */
 static void promote_action(void *ctx, mgc_value v, mgc_value *slot) {
   if (IS_YOUNG_BLOCK(v))
     *slot = promote(ctx, v);
@@ -560,7 +622,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
     mgc_scan_global_roots(promote_action, &c, true);
     mgc_global_roots_young_to_old();
   }
-  mgc_scan_local_roots(d, promote_action, &c);
+  mgc_scan_local_roots(d, promote_action, &c, MGC_SCAN_YOUNG);
   /* Young first-kind finalised values, then young ephemeron contents,
      are promoted unconditionally (invariant 22, DESIGN §5.5). */
   mgc_final_scan_young(d, promote_action, &c);
@@ -680,6 +742,7 @@ static void stw_grow_arena(struct mgc_dom *d, void *data, int idx, int n,
                   need * arena_slots);
       arena_start = (word)p;
       arena_slot_bytes = need;
+      arena_generation++;
       mgc_young_range.start = arena_start;
       mgc_young_range.end = arena_start + need * arena_slots;
     }
@@ -721,4 +784,21 @@ void mgc_set_minor_heap_size(size_t words) {
       mgc_try_run_on_all_domains(d, stw_grow_arena, &r, NULL);
   }
   mgc_log(MGC_VERBOSE_PARAMS, "minor heap: %zu words", d->minor_heap_words);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Geometry                                                                 */
+/* ------------------------------------------------------------------------ */
+
+void mgc_minor_heap_range(void **start, void **end) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_minor_heap_range");
+  MGC_CHECK(start != NULL && end != NULL,
+            "mgc_minor_heap_range: NULL argument");
+  *start = (void *)d->young_start;
+  *end = (void *)d->young_end;
+}
+
+size_t mgc_minor_free_words(void) {
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_minor_free_words");
+  return (d->fast.young_ptr - d->young_start) / WORD;
 }

@@ -4,11 +4,19 @@
  * decimal or 0x hex with k/M/G suffixes (powers of 1024).  Unlike OCaml,
  * unknown keys and bad values are rejected with a message naming them.
  * Runs in mutator context only (before mgc_init, or from any thread).
+ *
+ * mgc_set_params changes the parameters in force while domains run: the
+ * fields that may change are written inside a STW section by the last
+ * domain to arrive at its barrier, so that every participant (whose
+ * mutator reads them without a lock) sees them change between two of its
+ * safepoints, and under params_lock, which mgc_get_params takes, so that
+ * a thread that is not a participant reads a consistent block.
  */
 #include "internal.h"
 
 #include <ctype.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,4 +271,94 @@ int mgc_params_validate(const mgc_params *p) {
   if (memchr(p->log_path, 0, sizeof p->log_path) == NULL)
     return bad("log", 3, "path not NUL-terminated");
   return 0;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Parameters in force                                                      */
+/* ------------------------------------------------------------------------ */
+
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+
+void mgc_get_params(mgc_params *out) {
+  pthread_mutex_lock(&params_lock);
+  *out = mgc_rt.params;
+  pthread_mutex_unlock(&params_lock);
+}
+
+/* A field that only mgc_init may set. */
+static int frozen(const char *key, bool same) {
+  if (same)
+    return 0;
+  fprintf(stderr, "mgc: bad parameter '%s': cannot change at run time\n", key);
+  return MGC_EINVAL;
+}
+
+static void stw_set_params(struct mgc_dom *d, void *data, int idx, int n,
+                           struct mgc_dom **parts) {
+  (void)d;
+  (void)idx;
+  (void)parts;
+  const mgc_params *p = data;
+  /* Everybody else waits in the barrier: no mutator reads the fields. */
+  if (mgc_stw_barrier_begin(n)) {
+    pthread_mutex_lock(&params_lock);
+    mgc_params *q = &mgc_rt.params;
+    q->minor_heap_words = p->minor_heap_words;
+    q->space_overhead = p->space_overhead;
+    q->verbose = p->verbose;
+    q->verify = p->verify;
+    q->custom_major_ratio = p->custom_major_ratio;
+    q->custom_minor_ratio = p->custom_minor_ratio;
+    q->custom_minor_max_size = p->custom_minor_max_size;
+    q->fiber_max_words = p->fiber_max_words;
+    q->compact_overhead = p->compact_overhead;
+    q->compact_every = p->compact_every;
+    pthread_mutex_unlock(&params_lock);
+    mgc_stw_barrier_release();
+  }
+}
+
+int mgc_set_params(const mgc_params *p) {
+  if (!mgc_rt.initialised) {
+    mgc_set_last_error(MGC_ESTATE);
+    return MGC_ESTATE;
+  }
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_set_params");
+  if (!p) {
+    mgc_set_last_error(MGC_EINVAL);
+    return MGC_EINVAL;
+  }
+  /* Only this domain's thread and sections write the block: no lock. */
+  const mgc_params *c = &mgc_rt.params;
+  int r = mgc_params_validate(p);
+  if (!r)
+    r = frozen("d", p->max_domains == c->max_domains);
+  if (!r)
+    r = frozen("t", p->torture_every == c->torture_every);
+  if (!r)
+    r = frozen("F", p->manual_finalisers == c->manual_finalisers);
+  if (!r)
+    r = frozen("e", p->event_ring_size == c->event_ring_size);
+  if (!r)
+    r = frozen("trace", strcmp(p->trace_path, c->trace_path) == 0);
+  if (!r)
+    r = frozen("log", strcmp(p->log_path, c->log_path) == 0);
+  if (r) {
+    mgc_set_last_error(r);
+    return r;
+  }
+  size_t old_minor = c->minor_heap_words;
+  mgc_params copy = *p; /* read by every participant in the section */
+  while (!mgc_try_run_on_all_domains(d, stw_set_params, &copy, NULL)) {
+  }
+  mgc_log(MGC_VERBOSE_PARAMS,
+          "parameters set: s=%zu o=%u v=%#x V=%d M=%u m=%u n=%zu l=%zu O=%u "
+          "C=%zu",
+          p->minor_heap_words, p->space_overhead, p->verbose, p->verify,
+          p->custom_major_ratio, p->custom_minor_ratio,
+          p->custom_minor_max_size, p->fiber_max_words, p->compact_overhead,
+          p->compact_every);
+  if (p->minor_heap_words != old_minor)
+    mgc_set_minor_heap_size(p->minor_heap_words);
+  return MGC_OK;
 }

@@ -192,26 +192,64 @@ void mgc_remove_generational_global_root(mgc_value *r) {
   pthread_mutex_unlock(&roots_lock);
 }
 
+/* One hook slot (mgc.h): the older, kind-less hook is called through this
+   trampoline, which reads the hook it stands for.  A scan that races with
+   a change of hook may call the old hook or the new one, as with any hook
+   replaced while collections run. */
+static void plain_hook_trampoline(mgc_scanning_action act, void *data,
+                                  mgc_scan_kind kind) {
+  (void)kind;
+  /* Acquire: pairs with the release store of the setter. */
+  void (*h)(mgc_scanning_action, void *) =
+      atomic_load_explicit(&mgc_rt.scan_roots_hook_plain, memory_order_acquire);
+  if (h)
+    h(act, data);
+}
+
+/* Release stores: a collector that loads the hook (acquire) sees what the
+   embedder wrote before installing it. */
 void mgc_set_scan_roots_hook(void (*hook)(mgc_scanning_action, void *)) {
+  atomic_store_explicit(&mgc_rt.scan_roots_hook_plain, hook,
+                        memory_order_release);
+  atomic_store_explicit(&mgc_rt.scan_roots_hook,
+                        hook ? plain_hook_trampoline : NULL,
+                        memory_order_release);
+}
+
+void mgc_set_scan_roots_hook_kind(void (*hook)(mgc_scanning_action, void *,
+                                               mgc_scan_kind)) {
   atomic_store_explicit(&mgc_rt.scan_roots_hook, hook, memory_order_release);
+  atomic_store_explicit(&mgc_rt.scan_roots_hook_plain, NULL,
+                        memory_order_release);
 }
 
 /* ------------------------------------------------------------------------ */
 /* Scanning (STW)                                                           */
 /* ------------------------------------------------------------------------ */
 
-/* The domain's local-root frames and the embedder's hook.  Run by the
-   domain's thread or by its backup thread holding the domain lock (the
-   frames are then frozen: the domain is in a blocking section). */
-void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx) {
+_Thread_local struct mgc_dom *mgc_tls_scanning;
+
+/* The domain's local-root frames, held stacks and the embedder's hook.  Run
+   by the domain's thread or by its backup thread holding the domain lock
+   (the frames are then frozen: the domain is in a blocking section), or by
+   the verifier for every domain, all stopped.  Meanwhile mgc_domain_user()
+   answers for d on this thread (saved and restored: scans do not nest
+   today, but a verifier inside a collection would).  The kind tells the
+   hook whether only young values matter (MGC_SCAN_YOUNG, the promotion
+   action ignores every other word) or every value does. */
+void mgc_scan_local_roots(struct mgc_dom *d, mgc_root_action f, void *ctx,
+                          mgc_scan_kind kind) {
+  struct mgc_dom *outer = mgc_tls_scanning;
+  mgc_tls_scanning = d;
   for (struct mgc_root_frame *fr = d->fast.local_roots; fr; fr = fr->prev)
     for (size_t i = 0; i < fr->count; i++)
       f(ctx, *fr->slots[i], fr->slots[i]);
   mgc_stacks_scan_held(d, f, ctx);
-  void (*hook)(mgc_scanning_action, void *) =
+  void (*hook)(mgc_scanning_action, void *, mgc_scan_kind) =
       atomic_load_explicit(&mgc_rt.scan_roots_hook, memory_order_acquire);
   if (hook)
-    hook(f, ctx);
+    hook(f, ctx, kind);
+  mgc_tls_scanning = outer;
 }
 
 /* Participant 0 only.  Minor: classic and young generational roots.

@@ -112,6 +112,32 @@ void mgc_modify(mgc_value *fp, mgc_value v) {
   STORE_RELEASE(AWORD(fp), (word)v);
 }
 
+/* mgc_modify without its store (invariant 42): the embedder stored newv
+   itself (a CAS, an exchange, a fill), old being what its store replaced.
+   The same decisions on the same values: a young obj needs nothing; an old
+   field whose old content was young is remembered already (invariant 11);
+   an old major value is darkened (invariant 12, at every phase); a young
+   newv is remembered (invariant 10).  obj decides the young test (its
+   fields are young exactly when it is). */
+void mgc_write_barrier(mgc_value obj, mgc_value *fp, mgc_value old,
+                       mgc_value newv) {
+  MGC_CHECK(fp != NULL, "mgc_write_barrier: NULL field address");
+  MGC_CHECK(MGC_IS_BLOCK(obj) && obj != 0,
+            "mgc_write_barrier: %#lx is not a block", (unsigned long)obj);
+  MGC_ASSERT((word)fp >= (word)obj &&
+             (word)fp < (word)obj + MGC_WOSIZE_VAL(obj) * WORD);
+  if (mgc_is_young(obj))
+    return;
+  struct mgc_dom *d = mgc_self_or_fatal("mgc_write_barrier");
+  if (MGC_IS_BLOCK(old) && old != 0) {
+    if (mgc_is_young(old))
+      return; /* already remembered (invariant 11) */
+    darken_later(d, old);
+  }
+  if (IS_YOUNG_BLOCK(newv))
+    remember(d, fp);
+}
+
 void mgc_initialize(mgc_value *fp, mgc_value v) {
   MGC_CHECK(fp != NULL, "mgc_initialize: NULL field address");
   /* Relaxed: the block is not yet published to other domains. */

@@ -3,7 +3,8 @@
  * Checks, on the whole heap:
  *   1  every even word reachable by the GC (fields of live blocks, roots)
  *      points to a well-formed block: a young block start, a pool slot
- *      start, a large block, an atom, or a NOT_MARKABLE block;
+ *      start, a large block, an atom, or a NOT_MARKABLE block (39: not a
+ *      continuation; its fields are not checked: the GC never reads them);
  *   2  heap blocks have wosize >= 1 (and fit their slot);
  *   4  infix pointers step back to a closure, infix headers lie before the
  *      closure's start of environment;
@@ -208,8 +209,17 @@ static bool check_value(struct verifier *vf, mgc_value v,
            where, (void *)v);
     return false;
   }
-  if (COLOUR_HD(hd) == NOT_MARKABLE)
-    return true;
+  if (COLOUR_HD(hd) == NOT_MARKABLE) {
+    /* An atom-like block outside every heap (invariant 39): accepted, not
+       descended into; a continuation there would make the marking
+       protocol (which uses this colour as its lock) spin forever. */
+    if (MGC_TAG_HD(hd) != MGC_TAG_CONT)
+      return true;
+    DESCRIBE(w, where);
+    report(vf, "%s holds %p, an out-of-heap block of tag Cont (invariant 39)",
+           where, (void *)v);
+    return false;
+  }
   DESCRIBE(w, where);
   report(vf, "%s holds %p, which is no block of the heap (invariant 1)", where,
          (void *)v);
@@ -584,7 +594,7 @@ static int verify_world(bool cycle_end) {
     vf.owner = parts[i];
     mgc_heap_for_each(parts[i], check_pool, check_large, &vf);
     check_young_fields(&vf, parts[i]);
-    mgc_scan_local_roots(parts[i], check_root, &vf);
+    mgc_scan_local_roots(parts[i], check_root, &vf, MGC_SCAN_FULL);
     check_held_stacks(&vf, parts[i]);
     mgc_ephe_for_each(parts[i], check_ephemeron, &vf);
     mgc_final_for_each(parts[i], check_finalised, &vf);
