@@ -187,10 +187,27 @@ fuzz-regress: fuzz-prepare
 clean:
 	rm -rf $(BUILD)
 
+# ------------------------------------------------------------ OCaml port --
+# ports/ocaml: OCaml 5.3.0's bytecode runtime with mgc as its memory manager
+# (ports/ocaml/README.md).  The OCaml tree is fetched and built once into a
+# cache outside the repository (~/.cache/mgc, about 10 minutes the first
+# time); ocaml-port-test runs the testsuite programs on both runtimes,
+# plainly and under torture (PORT_TORTURE), with PORT_JOBS jobs.
+PORT_JOBS ?= 2
+PORT_TORTURE ?= t=1000,V=1
+ocaml-port: $(BUILD)/libmgc.a
+	@ports/ocaml/build.sh
+ocaml-port-test: ocaml-port
+	@ports/ocaml/test.sh --jobs $(PORT_JOBS) --torture "$(PORT_TORTURE)"
+ocaml-port-bench: ocaml-port
+	@ports/ocaml/bench.sh --tree "$$(ports/ocaml/build.sh --print-tree)" \
+	  --ocamlrun-mgc $(BUILD)/ocaml-port/ocamlrun-mgc
+.PHONY: ocaml-port ocaml-port-test ocaml-port-bench
+
 -include bench/bench.mk
 
 FORMAT_FILES := $(wildcard include/*.h src/*.c src/*.h tests/*.c tests/*.h \
-  examples/*.c)
+  examples/*.c ports/ocaml/glue/*.c ports/ocaml/glue/*.h)
 format-check:
 	@if command -v clang-format >/dev/null 2>&1; then \
 	  clang-format --dry-run -Werror $(FORMAT_FILES) && echo "format ok"; \
