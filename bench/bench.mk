@@ -122,6 +122,7 @@ bench: bench-build
 	@$(BENCH_OUT)/stw-latency 2000 2 2>/dev/null
 	@$(BENCH_OUT)/stw-latency 2000 4 2>/dev/null
 	$(BENCH_TIMELINE)
+	$(BENCH_OCAML_PORT)
 
 bench-smoke: bench-build
 	$(BENCH_OUT)/harness -d $(BENCH_OUT) -s -t 120 $(BENCH_ARGS)
@@ -152,3 +153,18 @@ bench-timeline:
 	$(BENCH_TIMELINE)
 
 .PHONY: bench-timeline
+
+# OCaml's bytecode compiler compiling the testsuite programs the port's test
+# runner attempts, on ocamlrun-mgc and on the stock ocamlrun of the same
+# tree (ports/ocaml/bench.sh, paired runs): only when the port is built
+# (make ocaml-port).
+define BENCH_OCAML_PORT
+@if [ -x $(BUILD)/ocaml-port/ocamlrun-mgc ]; then \
+  echo "== OCaml's compiler on ocamlrun-mgc and on stock ocamlrun"; \
+  ports/ocaml/bench.sh --tree "$$(ports/ocaml/build.sh --print-tree)" \
+    --ocamlrun-mgc $(BUILD)/ocaml-port/ocamlrun-mgc --runs 3; \
+else \
+  echo "note: ocamlrun-mgc not built (make ocaml-port): its benchmark" \
+    "skipped"; \
+fi
+endef

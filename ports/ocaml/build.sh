@@ -34,7 +34,7 @@ while [ $# -gt 0 ]; do
   esac
 done
 
-cache="${MGC_OCAML_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/mgc}"
+cache="${MGC_OCAML_CACHE:-${XDG_CACHE_HOME:-${HOME:-/tmp}/.cache}/mgc}"
 tree="$cache/ocaml-$version"
 stamp="$tree/.mgc-built"
 jobs="$(nproc 2>/dev/null || echo 2)"

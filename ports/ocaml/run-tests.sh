@@ -30,11 +30,14 @@ usage: run-tests.sh --tree DIR --ocamlrun-mgc PATH [--jobs N] [--work DIR]
   --keep              keep the work directories of passing tests too
   --no-reference-ok   also attempt tests without a .reference file (their
                       output must be empty, as in ocamltest)
+  --exclude REGEX     tests otherwise attempted whose path matches are
+                      skipped, printed with --exclude-reason TEXT
 EOF
   exit 2
 }
 
 TREE= MGC= JOBS=2 WORK= MGC_PARAMS_SET=0 MGC_PARAMS_VAL= ONLY= LIST=0 TO=60 KEEP=0 NOREF_OK=0
+EXCLUDE= EXCLUDE_REASON="excluded (--exclude)"
 while [ $# -gt 0 ]; do
   case "$1" in
     --tree) TREE=${2-}; shift 2 || usage ;;
@@ -47,6 +50,8 @@ while [ $# -gt 0 ]; do
     --timeout) TO=${2-}; shift 2 || usage ;;
     --keep) KEEP=1; shift ;;
     --no-reference-ok) NOREF_OK=1; shift ;;
+    --exclude) EXCLUDE=${2-}; shift 2 || usage ;;
+    --exclude-reason) EXCLUDE_REASON=${2-}; shift 2 || usage ;;
     -h|--help) usage ;;
     *) echo "run-tests.sh: unknown argument '$1'" >&2; usage ;;
   esac
@@ -502,6 +507,11 @@ fi
    -v cfg_arch="$(cfg ARCH)" -v cfg_arch64="$(cfg ARCH64)" -v cfg_system="$(cfg SYSTEM)" \
    -f "$WORK/classify.awk" "$WORK/candidates") > "$WORK/plan" \
   || { echo "run-tests.sh: classification failed" >&2; exit 2; }
+if [ -n "$EXCLUDE" ]; then
+  awk -F '\t' -v OFS='\t' -v re="$EXCLUDE" -v why="$EXCLUDE_REASON" \
+    '$2 == "RUN" && $1 ~ re { print $1, "SKIP", why; next } { print }' \
+    "$WORK/plan" > "$WORK/plan.x" && mv "$WORK/plan.x" "$WORK/plan"
+fi
 
 if [ "$LIST" = 1 ]; then
   awk -F '\t' '$2 == "RUN" { print $1 "\t" $4 "\t" $5 }' "$WORK/plan"

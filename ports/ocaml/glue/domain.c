@@ -61,8 +61,12 @@ void port_sync_in(void) {
   port_flush_minor_tables(st);
 }
 
+/* The domain's minor heap and the reservation of all of them, re-read at
+   start-up and whenever mgc may have moved or resized them (Gc.set). */
 static void refresh_bounds(caml_domain_state *st) {
   void *start, *end;
+  caml_minor_heaps_start = (uintnat)mgc_young_range.start;
+  caml_minor_heaps_end = (uintnat)mgc_young_range.end;
   mgc_minor_heap_range(&start, &end);
   st->young_start = (value *)start;
   st->young_end = (value *)end;
@@ -72,13 +76,18 @@ static void refresh_bounds(caml_domain_state *st) {
   st->young_trigger = st->young_start;
 }
 
+void port_refresh_bounds(void) {
+  if (caml_state != NULL)
+    refresh_bounds(caml_state);
+}
+
 void port_sync_out(void) {
   caml_domain_state *st = caml_state;
   if (st == NULL)
     return;
   if ((value *)mgc_tls_state->young_ptr < st->young_start ||
       (value *)mgc_tls_state->young_ptr > st->young_end)
-    refresh_bounds(st); /* the minor heap was resized */
+    refresh_bounds(st); /* the minor heap was resized or moved */
   st->young_ptr = (value *)mgc_tls_state->young_ptr;
   caml_reset_young_limit(st);
 }
@@ -288,8 +297,6 @@ void caml_init_domains(uintnat max_domains, uintnat minor_heap_wsz) {
   st->shared_heap = NULL;
   refresh_bounds(st);
   st->young_ptr = (value *)mgc_tls_state->young_ptr;
-  caml_minor_heaps_start = (uintnat)mgc_young_range.start;
-  caml_minor_heaps_end = (uintnat)mgc_young_range.end;
   mgc_domain_set_user(st);
   mgc_set_scan_roots_hook_kind(scan_ocaml_roots);
   mgc_set_young_limit_reset_hook(on_mgc_limit_reset);

@@ -140,7 +140,10 @@ CAMLprim value caml_gc_set(value v) {
   }
   p.minor_heap_words = minor;
   int rc;
-  PORT_CALL(rc = mgc_set_params(&p));
+  port_sync_in();
+  rc = mgc_set_params(&p);
+  port_refresh_bounds();
+  port_sync_out();
   if (rc != MGC_OK)
     caml_invalid_argument("Gc.set");
   if (minor > caml_minor_heap_max_wsz)
@@ -158,7 +161,10 @@ asize_t caml_norm_minor_heap_size(intnat wsize) {
 }
 
 void caml_set_minor_heap_size(asize_t wsize) {
-  PORT_CALL(mgc_set_minor_heap_size(wsize));
+  port_sync_in();
+  mgc_set_minor_heap_size(wsize);
+  port_refresh_bounds();
+  port_sync_out();
 }
 
 void caml_update_minor_heap_max(uintnat wsize) {

@@ -3,7 +3,12 @@
 
 #include <string.h>
 
+#include "caml/gc_ctrl.h"
 #include "caml/gc_stats.h"
+#include "caml/minor_gc.h"
+#include "caml/shared_heap.h"
+
+#include <stdatomic.h>
 
 void caml_init_gc_stats(uintnat max_domains) { (void)max_domains; }
 
@@ -21,4 +26,8 @@ void caml_compute_gc_stats(struct gc_stats *buf) {
   buf->heap_stats.pool_words = (intnat)s.heap_words;
   buf->heap_stats.pool_max_words = (intnat)s.top_heap_words;
   buf->heap_stats.pool_live_words = (intnat)s.live_words;
+  /* The counters OCaml's callers read directly (sys.c's exit report). */
+  atomic_store(&caml_minor_collections_count, s.minor_collections);
+  caml_major_cycles_completed = s.major_collections;
+  atomic_store(&caml_compactions_count, s.compactions);
 }

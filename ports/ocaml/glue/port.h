@@ -37,6 +37,8 @@
 
 void port_sync_in(void);
 void port_sync_out(void);
+/* After anything that may resize or move the minor heaps (Gc.set). */
+void port_refresh_bounds(void);
 void port_flush_minor_tables(caml_domain_state *st);
 /* An old block of the major heap kept alive for the life of the runtime:
    the object passed to mgc_write_barrier where OCaml's code gives only a
