@@ -50,7 +50,7 @@ TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRCS))
 TFLAGS := -std=c11 $(WARN) -O1 -g -Iinclude -DMGC_DEBUG=2
 
 define test_build
-$(BUILD)/tests/$(1)/%: tests/%.c $(SRCS) $(HDRS) tests/check.h
+$(BUILD)/tests/$(1)/%: tests/%.c $(SRCS) $(HDRS) $(wildcard tests/*.h)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(TFLAGS) $(2) $(SRCS) $$< -o $$@ $$(LDLIBS)
 endef

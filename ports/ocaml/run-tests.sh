@@ -562,6 +562,20 @@ run_steps() {
   rm -rf "$B" "$W/$label"; mkdir -p "$B"
   : > "$cout"; : > "$pout"
   fail_step() { echo "$1" > "$W/$label.reason"; ok=0; }
+  # output_ok WHAT REFNAME REF OUT: OUT matches the reference file REF, or
+  # is empty when there is none; otherwise the step fails.
+  output_ok() {
+    if [ -n "$3" ]; then
+      text_same "$3" "$4" && return 0
+      fail_step "$1 output differs from ${3#$TESTS/}"
+      diff "$3" "$4" | head -n 10 > "$W/$label.detail"
+    else
+      [ -s "$4" ] || return 0
+      fail_step "$1 output not empty (no $2)"
+      head -n 10 "$4" > "$W/$label.detail"
+    fi
+    return 1
+  }
   while IFS=$'\t' read -r kind a1 a2 a3; do
     case "$kind" in
       Z) envargs=(env); envset=() ;;
@@ -592,16 +606,7 @@ run_steps() {
           else fail_step "compile: exit status $st (expected $a1)"; fi
           head -n 10 "$cout" > "$W/$label.detail"; break
         fi ;;
-      K)
-        if [ -n "$a1" ]; then
-          if ! text_same "$a1" "$cout"; then
-            fail_step "compiler output differs from ${a1#$TESTS/}"
-            diff "$a1" "$cout" | head -n 10 > "$W/$label.detail"; break
-          fi
-        elif [ -s "$cout" ]; then
-          fail_step "compiler output not empty (no compiler reference)"
-          head -n 10 "$cout" > "$W/$label.detail"; break
-        fi ;;
+      K) output_ok compiler "compiler reference" "$a1" "$cout" || break ;;
       R)
         set -f; words=($a2); set +f
         local -a extra=()
@@ -614,16 +619,7 @@ run_steps() {
           else fail_step "run: exit status $st (expected $a1)"; fi
           tail -n 10 "$pout" > "$W/$label.detail"; break
         fi ;;
-      P)
-        if [ -n "$a1" ]; then
-          if ! text_same "$a1" "$pout"; then
-            fail_step "program output differs from ${a1#$TESTS/}"
-            diff "$a1" "$pout" | head -n 10 > "$W/$label.detail"; break
-          fi
-        elif [ -s "$pout" ]; then
-          fail_step "program output not empty (no reference)"
-          head -n 10 "$pout" > "$W/$label.detail"; break
-        fi ;;
+      P) output_ok program reference "$a1" "$pout" || break ;;
     esac
   done < "$spec"
   mv "$B" "$W/$label"
