@@ -261,9 +261,13 @@ static void mgc_fatal_to_ocaml(const char *msg) {
   caml_fatal_error("mgc: %s", msg);
 }
 
+/* mgc calls this from inside a collection or an allocation (the direct
+   major allocations of the glue use mgc_alloc_shr_noexc and raise
+   Out_of_memory themselves): an OCaml exception may not unwind through
+   mgc, so this is fatal, as OCaml's own out-of-memory during a minor
+   collection is. */
 static void mgc_oom_to_ocaml(size_t bytes) {
-  (void)bytes;
-  caml_raise_out_of_memory();
+  caml_fatal_error("out of memory (mgc could not get %zu bytes)", bytes);
 }
 
 /* Called by caml_init_gc (gc_ctrl.c) with OCAMLRUNPARAM's sizes;
