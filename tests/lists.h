@@ -1,5 +1,6 @@
 /* lists.h: young lists and garbage for the tests that check that values
- * survive collections (test_roots, test_embedder).  Include after check.h.
+ * survive collections (test_roots, test_final, test_embedder).  Include
+ * after check.h.
  */
 #ifndef MGC_TEST_LISTS_H
 #define MGC_TEST_LISTS_H

@@ -43,6 +43,7 @@
 #include <string.h>
 
 #include "check.h"
+#include "lists.h"
 
 #define NROOTS 48
 static mgc_value r[NROOTS]; /* classic global roots */
@@ -190,15 +191,6 @@ static void fin_last(void *data) {
 }
 
 /* Garbage: about `words` words of short-lived blocks. */
-static void churn(long words) {
-  long i;
-  for (i = 0; i < words / 4; i++) {
-    mgc_value g = mgc_alloc_small(3, 1);
-    MGC_FIELD(g, 0) = MGC_VAL_INT(i);
-    MGC_FIELD(g, 1) = MGC_UNIT;
-    MGC_FIELD(g, 2) = MGC_UNIT;
-  }
-}
 
 /* Many minor and full major collections, with allocation in between. */
 static void cycle_a_lot(void) {
@@ -692,30 +684,6 @@ static void test_resurrection(void) {
 /* 5. Finalisers that allocate, collect, register, run finalisers           */
 /* ------------------------------------------------------------------------ */
 
-static long list_len_ok(mgc_value l, long n) {
-  long i = n - 1;
-  for (; MGC_IS_BLOCK(l); l = MGC_FIELD(l, 1)) {
-    if (MGC_WOSIZE_VAL(l) != 2 || MGC_FIELD(l, 0) != MGC_VAL_INT(i))
-      return 0;
-    i--;
-  }
-  return i == -1 && l == MGC_UNIT;
-}
-
-/* A young list [n-1, ..., 0]. */
-static mgc_value make_list(long n) {
-  long i;
-  MGC_PARAM0;
-  MGC_LOCAL1(l);
-  for (i = 0; i < n; i++) {
-    mgc_value c = mgc_alloc_small(2, 0);
-    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
-    MGC_FIELD(c, 1) = l;
-    l = c;
-  }
-  MGC_RETURN(l);
-}
-
 static long alloc_lists_ok, alloc_lists_bad;
 
 static void fin_alloc(mgc_value v, void *data) {
@@ -728,7 +696,7 @@ static void fin_alloc(mgc_value v, void *data) {
     MGC_LOCAL1(l);
     for (k = 0; k < 3; k++) {
       l = make_list(n);
-      if (list_len_ok(l, n))
+      if (list_ok(l, n))
         alloc_lists_ok++;
       else
         alloc_lists_bad++;
