@@ -190,7 +190,7 @@ clean:
 # ------------------------------------------------------------ OCaml port --
 # ports/ocaml: OCaml 5.3.0's bytecode runtime with mgc as its memory manager
 # (ports/ocaml/README.md).  The OCaml tree is fetched and built once into a
-# cache outside the repository (~/.cache/mgc, about 10 minutes the first
+# cache outside the repository (~/.cache/mgc, a few minutes the first
 # time); ocaml-port-test runs the testsuite programs on both runtimes,
 # plainly and under torture (PORT_TORTURE), with PORT_JOBS jobs.
 # PORT_TORTURE_SAMPLE=K puts only every K-th test through the torture pass

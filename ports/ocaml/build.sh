@@ -73,7 +73,7 @@ build_tree() {
   rm -rf "$tree"
   mv "$tmp/package" "$tree"
   rm -rf "$tmp"
-  log "configuring and building OCaml $version in $tree (about 10 minutes)"
+  log "configuring and building OCaml $version in $tree (a few minutes)"
   (cd "$tree" &&
      ./configure --enable-reserved-header-bits=8 --disable-native-compiler \
        --disable-ocamldoc --disable-ocamltest --disable-debugger-build \
