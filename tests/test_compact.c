@@ -50,13 +50,13 @@
  * root or in a rooted block: blocks move.
  */
 #define _POSIX_C_SOURCE 200809L
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "check.h"
+#include "tally.h"
 
 #define SEED 20250311u
 
@@ -75,39 +75,6 @@ static void timed(const char *name, void (*f)(void)) {
   double t0 = now_s();
   f();
   printf("%s: %.2fs\n", name, now_s() - t0);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Many checks summarised by one CHECK; the first failures are printed     */
-/* ------------------------------------------------------------------------ */
-
-struct tally {
-  long checks;
-  long bad;
-};
-
-static void tally_fail(struct tally *t, int line, const char *cond,
-                       const char *fmt, ...) {
-  char buf[400];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  t->bad++;
-  if (t->bad <= 8)
-    check_at(__FILE__, line, 0, cond, "%s", buf);
-}
-
-#define EXPECT(t, cond, ...)                                                   \
-  do {                                                                         \
-    (t)->checks++;                                                             \
-    if (!(cond))                                                               \
-      tally_fail((t), __LINE__, #cond, __VA_ARGS__);                           \
-  } while (0)
-
-static void tally_report(struct tally *t, const char *what) {
-  CHECK(t->bad == 0 && t->checks > 0, "%s: %ld of %ld checks failed", what,
-        t->bad, t->checks);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -38,6 +38,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check_mt.h"
+#include "tally.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -123,39 +124,6 @@ static void garbage(struct mt_rng *r, long n) {
   }
   if (mt_below(r, 8) == 0)
     (void)mgc_alloc(300 + (size_t)mt_below(r, 200), 0);
-}
-
-/* Many checks in a domain, summarised by one MT_CHECK. */
-struct tally {
-  long checks;
-  long bad;
-};
-
-static void tally_fail(struct tally *t, int line, const char *cond,
-                       const char *fmt, ...) {
-  char buf[300];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  t->bad++;
-  if (t->bad <= 5) {
-    pthread_mutex_lock(&check_mt_lock);
-    check_at(__FILE__, line, 0, cond, "%s", buf);
-    pthread_mutex_unlock(&check_mt_lock);
-  }
-}
-
-#define EXPECT(t, cond, ...)                                                   \
-  do {                                                                         \
-    (t)->checks++;                                                             \
-    if (!(cond))                                                               \
-      tally_fail((t), __LINE__, #cond, __VA_ARGS__);                           \
-  } while (0)
-
-static void tally_report(struct tally *t, const char *what, int dom) {
-  MT_CHECK(t->bad == 0 && t->checks > 0, "%s, domain %d: %ld of %ld failed",
-           what, dom, t->bad, t->checks);
 }
 
 /* ------------------------------------------------------------------------ */

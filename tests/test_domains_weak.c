@@ -49,6 +49,7 @@
 #define _POSIX_C_SOURCE 200809L
 
 #include "check_mt.h"
+#include "tally.h"
 
 #include <stdio.h>
 #include <time.h>
@@ -113,40 +114,6 @@ static void force(int kind) {
     mgc_major_slice(0);
   } else if (kind == 2)
     mgc_full_major();
-}
-
-/* Many checks in a domain, summarised by one MT_CHECK; the first few
-   failures are reported one by one. */
-struct tally {
-  long checks;
-  long bad;
-};
-
-static void tally_fail(struct tally *t, int line, const char *cond,
-                       const char *fmt, ...) {
-  char buf[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  t->bad++;
-  if (t->bad <= 5) {
-    pthread_mutex_lock(&check_mt_lock);
-    check_at(__FILE__, line, 0, cond, "%s", buf);
-    pthread_mutex_unlock(&check_mt_lock);
-  }
-}
-
-#define EXPECT(t, cond, ...)                                                   \
-  do {                                                                         \
-    (t)->checks++;                                                             \
-    if (!(cond))                                                               \
-      tally_fail((t), __LINE__, #cond, __VA_ARGS__);                           \
-  } while (0)
-
-static void tally_report(struct tally *t, const char *what, int dom) {
-  MT_CHECK(t->bad == 0 && t->checks > 0, "%s, domain %d: %ld of %ld failed",
-           what, dom, t->bad, t->checks);
 }
 
 /* ------------------------------------------------------------------------ */

@@ -54,7 +54,6 @@
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdatomic.h>
 #include <string.h>
 #include <sys/types.h>
@@ -63,6 +62,7 @@
 #include <unistd.h>
 
 #include "check.h"
+#include "tally.h"
 
 #define SEED 20240901u
 
@@ -93,39 +93,6 @@ static double now_s(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-/* ------------------------------------------------------------------------ */
-/* Many checks summarised by one CHECK; the first failures are printed     */
-/* ------------------------------------------------------------------------ */
-
-struct tally {
-  long checks;
-  long bad;
-};
-
-static void tally_fail(struct tally *t, int line, const char *cond,
-                       const char *fmt, ...) {
-  char buf[300];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, sizeof buf, fmt, ap);
-  va_end(ap);
-  t->bad++;
-  if (t->bad <= 5)
-    check_at(__FILE__, line, 0, cond, "%s", buf);
-}
-
-#define EXPECT(t, cond, ...)                                                   \
-  do {                                                                         \
-    (t)->checks++;                                                             \
-    if (!(cond))                                                               \
-      tally_fail((t), __LINE__, #cond, __VA_ARGS__);                           \
-  } while (0)
-
-static void tally_report(struct tally *t, const char *what) {
-  CHECK(t->bad == 0 && t->checks > 0, "%s: %ld of %ld checks failed", what,
-        t->bad, t->checks);
 }
 
 /* ------------------------------------------------------------------------ */
