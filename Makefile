@@ -3,6 +3,8 @@
 #   make test       the test suite (plain, torture t=1 V=1, compaction C=1 V=1,
 #                   ASan+UBSan, TSan)
 #   make bench      the benchmark suite with its report (bench/bench.mk)
+#   make peers      a stock OCaml 5.3.0 with ocamlopt, built once into
+#                   build/peers for make bench's OCaml peers (~7 min)
 #   make install PREFIX=/usr/local DESTDIR=   (make uninstall: the same files)
 #   make fuzz FUZZ_SECONDS=60   libFuzzer targets of fuzz/, each N seconds
 #   make fuzz-regress           each fuzz target once over its seed corpus
@@ -207,6 +209,19 @@ ocaml-port-bench: ocaml-port
 	@ports/ocaml/bench.sh --tree "$$(ports/ocaml/build.sh --print-tree)" \
 	  --ocamlrun-mgc $(BUILD)/ocaml-port/ocamlrun-mgc
 .PHONY: ocaml-port ocaml-port-test ocaml-port-bench
+
+# ---------------------------------------------------------------- peers --
+# A stock OCaml 5.3.0 with its native compiler, built once (6.5
+# minutes on 2 cores, under nice, measured) into $(PEER_OCAML) by
+# tools/build-ocaml-peer.sh: bench/bench.mk compiles the OCaml peers with
+# its ocamlopt unless OCAMLOPT is given.
+PEERS_JOBS ?= 2
+PEER_OCAML := $(BUILD)/peers/ocaml-5.3.0
+peers: $(PEER_OCAML)/.mgc-peer-built
+$(PEER_OCAML)/.mgc-peer-built:
+	@tools/build-ocaml-peer.sh --prefix $(abspath $(PEER_OCAML)) \
+	  --jobs $(PEERS_JOBS)
+.PHONY: peers
 
 -include bench/bench.mk
 

@@ -1,7 +1,9 @@
 # bench/bench.mk: the benchmark suite of BENCH.md, included by the top-level
 # Makefile (which defines CC, BUILD and the rule for $(BUILD)/libmgc.a).
 #   make bench-build   build/bench/NAME (mgc) and NAME-PEER for each peer
-#                      installed (boehm, malloc, mimalloc, ocaml), all -O2
+#                      installed (boehm, malloc, mimalloc, ocaml), all -O2;
+#                      the OCaml peers with make peers' OCaml 5.3.0 when
+#                      it is built, else OCAMLOPT (default: ocamlopt)
 #   make bench         bench-build, then 5 runs of each at BENCH.md sizes
 #   make bench-smoke   small sizes, one run each, checksums only (CI)
 # BENCH_ARGS adds harness options and workloads, e.g.
@@ -12,15 +14,21 @@ BENCH_CFLAGS := -std=c11 -O2 -Wall -Wextra -Wpedantic
 BENCH_WORKLOADS := binarytrees gcbench remset mt-binarytrees alloc survive
 # Collector features without a malloc equivalent: mgc, Boehm and OCaml only.
 BENCH_GC_WORKLOADS := ephemerons finalisers fragment
-# OCaml 4.13 has no domains: no OCaml mt-binarytrees.
 BENCH_OCAML_WORKLOADS := binarytrees gcbench remset alloc survive \
   $(BENCH_GC_WORKLOADS)
 # Stack switching, which C has no portable way to do: mgc and OCaml only,
 # and the OCaml peer needs OCaml 5 (effects).
 BENCH_FIBER_WORKLOADS := fibers
-# Another OCaml: make bench-build OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt
+# OCaml peers that need OCaml 5: domains (OCaml 4 has none) and effects.
+BENCH_OCAML5_WORKLOADS := mt-binarytrees $(BENCH_FIBER_WORKLOADS)
+# The OCaml peers' compiler: OCAMLOPT when given, else make peers' OCaml
+# 5.3.0 ($(PEER_OCAML), from the top-level Makefile) once it is built,
+# else the ocamlopt on PATH.  Another OCaml:
+#   make bench-build OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt
 # (with BENCH_OUT=build/bench-ocaml5 to keep both builds).
-OCAMLOPT ?= ocamlopt
+ifeq ($(origin OCAMLOPT),undefined)
+OCAMLOPT := $(or $(wildcard $(abspath $(PEER_OCAML))/bin/ocamlopt),ocamlopt)
+endif
 
 BENCH_HAVE_BOEHM := $(shell $(CC) -E -include gc.h -x c /dev/null \
   >/dev/null 2>&1 && echo yes)
@@ -34,7 +42,7 @@ BENCH_OCAML_MAJOR := $(firstword $(subst ., ,$(BENCH_OCAML_VERSION)))
 BENCH_HAVE_OCAML5 := $(shell [ "$(BENCH_OCAML_MAJOR)" -ge 5 ] 2>/dev/null \
   && echo yes)
 ifeq ($(BENCH_HAVE_OCAML5),yes)
-BENCH_OCAML_WORKLOADS += $(BENCH_FIBER_WORKLOADS)
+BENCH_OCAML_WORKLOADS += $(BENCH_OCAML5_WORKLOADS)
 endif
 endif
 
@@ -56,7 +64,7 @@ ifeq ($(BENCH_HAVE_BOEHM),yes)
 BENCH_PROGRAMS += $(BENCH_BOEHM)
 endif
 ifeq ($(BENCH_HAVE_OCAML),yes)
-BENCH_PROGRAMS += $(BENCH_OCAML)
+BENCH_PROGRAMS += $(BENCH_OCAML) $(BENCH_OUT)/ocaml-version
 endif
 
 BENCH_HEADERS := bench/bench_util.h
@@ -84,11 +92,25 @@ $(BENCH_BOEHM): $(BENCH_OUT)/%-boehm: bench/%-boehm.c $(BENCH_HEADERS) \
     | $(BENCH_OUT)
 	$(CC) $(BENCH_CFLAGS) -o $@ $< -lgc $(BENCH_LIBS_$*)
 
-# ocamlopt leaves .cmi/.cmx/.o beside its source: compile a copy in build/.
-$(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml | $(BENCH_OUT)/ocaml
-	cp $< $(BENCH_OUT)/ocaml/$*.ml
+# The OCaml peers' compiler: its version, which the harness shows in the
+# label of the OCaml column (ocaml-5.3.0), then its path.  Checked at every
+# build and rewritten only when either changes; then the OCaml peers there
+# are removed (those of an OCaml 5 too) and compiled again.
+$(BENCH_OUT)/ocaml-version: bench-ocaml-check | $(BENCH_OUT)
+	@printf '%s\n%s\n' '$(BENCH_OCAML_VERSION)' \
+	  "$$(command -v $(OCAMLOPT))" >$@.new
+	@if cmp -s $@.new $@; then rm $@.new; \
+	else rm -f $(BENCH_OUT)/*-ocaml; mv $@.new $@; fi
+bench-ocaml-check:
+.PHONY: bench-ocaml-check
+
+# ocamlopt leaves .cmi/.cmx/.o beside its source: compile a copy in build/,
+# named as a module may be (mt-binarytrees.ml as mt_binarytrees.ml).
+$(BENCH_OCAML): $(BENCH_OUT)/%-ocaml: bench/ocaml/%.ml \
+    $(BENCH_OUT)/ocaml-version | $(BENCH_OUT)/ocaml
+	cp $< $(BENCH_OUT)/ocaml/$(subst -,_,$*).ml
 	$(OCAMLOPT) -unsafe -inline 200 -o $@ $(BENCH_OCAMLLIBS_$*) \
-	  $(BENCH_OUT)/ocaml/$*.ml
+	  $(BENCH_OUT)/ocaml/$(subst -,_,$*).ml
 
 # Collection request to all domains stopped, with domains blocked in read().
 $(BENCH_OUT)/stw-latency: bench/stw-latency.c bench/mgc_bench.h \
@@ -111,8 +133,9 @@ ifneq ($(BENCH_HAVE_OCAML),yes)
 	@echo "note: ocamlopt not found, -ocaml peers skipped" \
 	  "(Debian: apt-get install ocaml-nox)"
 else ifneq ($(BENCH_HAVE_OCAML5),yes)
-	@echo "note: $(OCAMLOPT) is OCaml $(BENCH_OCAML_VERSION), fibers-ocaml" \
-	  "skipped (needs OCaml 5: OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt)"
+	@echo "note: $(OCAMLOPT) is OCaml $(BENCH_OCAML_VERSION)," \
+	  "$(addsuffix -ocaml,$(BENCH_OCAML5_WORKLOADS)) skipped (need OCaml 5:" \
+	  "make peers, or OCAMLOPT=/opt/ocaml-5.2.0/bin/ocamlopt)"
 endif
 	@:
 

@@ -7,7 +7,9 @@
  * is one): a mismatch makes the exit status non-zero.  The last stderr line
  * of an mgc program ("mgc-stats: key=value ...") gives the collector's
  * figures.  Writes results.json and pauses.svg (mgc's minor pauses, log
- * scale) to the output directory.
+ * scale) to the output directory.  The OCaml peer is labelled with its
+ * version (ocaml-5.3.0) when BINDIR has the file ocaml-version that
+ * bench/bench.mk writes (the version on its first line).
  *
  * Usage: harness [-n RUNS] [-s] [-t SECONDS] [-d BINDIR] [-o OUTDIR]
  *                [WORKLOAD[:ARGS]]...
@@ -64,6 +66,31 @@ static const struct {
     {"malloc", "-malloc"}, {"boehm", "-boehm"},
 };
 #define NIMPLS (sizeof impls / sizeof impls[0])
+
+/* The OCaml peer's label, "ocaml" and the version read_ocaml_version
+   finds, in the table and in results.json. */
+static char ocaml_label[48] = "ocaml";
+
+static void read_ocaml_version(const char *bindir) {
+  char path[4096], line[64];
+  FILE *f;
+  size_t len;
+  snprintf(path, sizeof path, "%s/ocaml-version", bindir);
+  f = fopen(path, "r");
+  if (f == NULL)
+    return;
+  if (fgets(line, sizeof line, f) != NULL) {
+    len = strspn(line, "0123456789abcdefghijklmnopqrstuvwxyz"
+                       "ABCDEFGHIJKLMNOPQRSTUVWXYZ.+~-_");
+    if (len > 0)
+      snprintf(ocaml_label, sizeof ocaml_label, "ocaml-%.*s", (int)len, line);
+  }
+  fclose(f);
+}
+
+static const char *impl_label(size_t k) {
+  return strcmp(impls[k].suffix, "-ocaml") == 0 ? ocaml_label : impls[k].label;
+}
 
 /* BENCH.md's reference answers; mt-binarytrees matches on N alone. */
 static const struct {
@@ -521,7 +548,7 @@ static void run_workload(struct workload *w, const char *bindir,
     struct impl_result *res = &w->res[k];
     char path[4096], *errs[MAX_RUNS] = {NULL};
     int mid = 0;
-    res->label = impls[k].label;
+    res->label = impl_label(k);
     snprintf(path, sizeof path, "%s/%s%s", bindir, w->prog, impls[k].suffix);
     if (access(path, X_OK) != 0) {
       if (k == 0) {
@@ -614,13 +641,13 @@ static void print_table(const struct workload *w) {
     printf("  (checksum %lld%s)", w->checksum,
            w->has_reference ? ", = BENCH.md reference" : "");
   printf(" ==\n");
-  printf("%-9s %8s %9s %8s %9s\n", "impl", "wall s", "user+sys", "RSS MiB",
+  printf("%-12s %8s %9s %8s %9s\n", "impl", "wall s", "user+sys", "RSS MiB",
          "vs peer");
   for (size_t k = 0; k < NIMPLS; k++) {
     const struct impl_result *res = &w->res[k];
     if (!res->present)
       continue;
-    printf("%-9s %8.3f %9.3f %8.1f ", res->label, res->median_wall,
+    printf("%-12s %8.3f %9.3f %8.1f ", res->label, res->median_wall,
            res->median_cpu, res->peak_rss_mib);
     if (isnan(res->ratio))
       printf("%9s", "-");
@@ -944,6 +971,7 @@ int main(int argc, char **argv) {
     parse_operand(&ws[i], optind < argc ? argv[optind + i] : defaults[i].name,
                   smoke);
   read_machine();
+  read_ocaml_version(bindir);
   printf("machine: %s, %d cores\n", cpu_model, cpu_count);
   printf("runs: %d per implementation%s; wall and user+sys are medians,"
          " RSS the peak\n",
@@ -956,7 +984,7 @@ int main(int argc, char **argv) {
       any = access(path, X_OK) == 0;
     }
     if (!any)
-      printf("peer %s: not built (see make bench-build)\n", impls[k].label);
+      printf("peer %s: not built (see make bench-build)\n", impl_label(k));
   }
   for (int i = 0; i < nw; i++) {
     run_workload(&ws[i], bindir, outdir, runs, timeout);
