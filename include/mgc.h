@@ -174,6 +174,11 @@ typedef struct mgc_params {
                                    runtime events */
   char log_path[256];           /* log=: "" = stderr; else the v= log and
                                    the exit statistics go to this file */
+  unsigned minor_pause_goal_us; /* P: the minor pause to stay under, in
+                                   microseconds: a domain whose minor
+                                   collection took longer uses less of its
+                                   minor heap until they are short again;
+                                   default 800; 0 = always all of it */
 } mgc_params;
 
 /* Verbose mask bits (v=). */
@@ -752,7 +757,9 @@ MGC_API void mgc_set_minor_heap_size(size_t words);
    and mgc_set_params on this domain; growing beyond the reservation's slots
    from any domain moves every domain's): read it again after those. */
 MGC_API void mgc_minor_heap_range(void **start, void **end);
-/* Words still free in the calling domain's minor heap (young_ptr - start). */
+/* Words the calling domain may still allocate in its minor heap before its
+   next minor collection: young_ptr minus the bottom of the part in use
+   (the start, unless the pause goal, P=, shrank that part). */
 MGC_API size_t mgc_minor_free_words(void);
 
 typedef struct mgc_stats {

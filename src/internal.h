@@ -572,10 +572,13 @@ struct mgc_dom {
   int id;                     /* slot index (mgc_domain_index) */
   int unique_id;              /* never reused (mgc_domain_self) */
 
-  /* minor heap: young_start <= young_ptr <= young_end (invariant 6) */
+  /* minor heap: young_start <= young_floor <= young_ptr <= young_end
+     (invariant 6); [young_floor, young_end) is the part in use this minor
+     cycle (the pause-aware size, DESIGN §5.8) */
   word young_start;
   word young_end;
-  word young_trigger; /* midpoint or young_start (invariant 7) */
+  word young_floor;
+  word young_trigger; /* midpoint of [floor, end) or floor (invariant 7) */
   size_t minor_heap_words;
   uint64_t arena_generation; /* of the reservation it was committed in */
   bool requested_minor;

@@ -3,12 +3,14 @@
  *
  * One reservation holds a slot per possible domain, so "is this young?" is
  * one range check for every domain's heap (invariant 9).  A domain bumps
- * young_ptr downwards from young_end; young_start <= young_ptr <= young_end
- * outside the inline fast path (invariant 6).  young_trigger is the midpoint
- * (crossing it asks for a major slice) or young_start (crossing it asks for
- * a minor collection); young_limit is the larger of the trigger and nothing
- * else, or all-ones when an interrupt or request is pending; only the owner
- * writes a value other than all-ones (invariant 7).
+ * young_ptr downwards from young_end; young_start <= young_floor <=
+ * young_ptr <= young_end outside the inline fast path (invariant 6), where
+ * young_floor is the bottom of the part in use this minor cycle (the
+ * pause-aware size, below).  young_trigger is the midpoint of [young_floor,
+ * young_end) (crossing it asks for a major slice) or young_floor (crossing
+ * it asks for a minor collection); young_limit is the larger of the trigger and
+ * nothing else, or all-ones when an interrupt or request is pending; only the
+ * owner writes a value other than all-ones (invariant 7).
  *
  * A minor collection is a STW section in which every participant promotes,
  * in parallel, from its share of every domain's remembered set, its own
@@ -75,6 +77,7 @@ int mgc_minor_heap_commit(struct mgc_dom *d, size_t words) {
   d->arena_generation = arena_generation;
   d->minor_heap_words = bytes / WORD;
   d->fast.young_ptr = d->young_end;
+  d->young_floor = d->young_start;
   d->young_trigger = d->young_start + bytes / 2;
   return 0;
 }
@@ -94,6 +97,7 @@ void mgc_minor_heap_decommit(struct mgc_dom *d) {
   if (d->young_start)
     mgc_os_decommit((void *)d->young_start, d->young_end - d->young_start);
   d->young_start = d->young_end = d->fast.young_ptr = d->young_trigger = 0;
+  d->young_floor = 0;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -199,11 +203,11 @@ static void request_global_slices_once(struct mgc_dom *d) {
 void mgc_poll_gc_work(struct mgc_dom *d) {
   if (d->fast.young_ptr - MGC_MAX_YOUNG_WOSIZE * WORD <
       d->young_trigger + WORD) {
-    if (d->young_trigger == d->young_start) {
+    if (d->young_trigger == d->young_floor) {
       d->requested_minor = true;
     } else {
       d->requested_major_slice = true;
-      d->young_trigger = d->young_start;
+      d->young_trigger = d->young_floor;
       request_global_slices_once(d);
     }
   }
@@ -230,7 +234,7 @@ void mgc_handle_gc_interrupt(struct mgc_dom *d) {
 }
 
 /* Allocates in d's minor heap, collecting as needed.  The limit is never
-   below young_start (or it is all-ones), so passing the limit test means
+   below young_floor (or it is all-ones), so passing the limit test means
    there is room. */
 mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved) {
@@ -247,7 +251,7 @@ mgc_value mgc_alloc_young(struct mgc_dom *d, size_t wosize, unsigned tag,
       /* A safepoint outside the collector: due finalisers run here,
          before the block is carved (they may allocate). */
       mgc_final_run_at_safepoint(d);
-      if (d->fast.young_ptr - d->young_start >= bytes)
+      if (d->fast.young_ptr - d->young_floor >= bytes)
         break;
       d->requested_minor = true;
     }
@@ -603,6 +607,37 @@ static void minor_setup(void *data) {
   mgc_minor_leader_setup();
 }
 
+/* The pause-aware minor heap (DESIGN §5.8).  A minor collection costs
+   about what it promotes, and what it promotes grows with the part of the
+   minor heap the cycle used, so that part is what bounds the pause: after
+   a collection that took longer than the goal the domain uses a part
+   scaled down by goal / pause (with a margin), after one that took less
+   than half of it, half as much again, up to the whole heap.  The part
+   never goes below MIN_USED_WORDS (a 256-word block and a few more always
+   fit, invariant 6).  Runs at the end of the domain's collection, before
+   its limit is reset: nothing is allocated in the heap now. */
+#define MIN_USED_WORDS 8192
+
+static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns) {
+  word full = (d->young_end - d->young_start) / WORD;
+  word used = (d->young_end - d->young_floor) / WORD;
+  uint64_t goal = (uint64_t)mgc_rt.params.minor_pause_goal_us * 1000;
+  word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
+  if (goal == 0) {
+    used = full;
+  } else if (pause_ns > goal) {
+    /* 7/8 of the proportional size: a margin under the goal. */
+    double scaled = (double)used * (double)goal / (double)pause_ns * 0.875;
+    used = scaled < (double)min ? min : (word)scaled;
+  } else if (pause_ns < goal / 2) {
+    used += used / 2;
+    if (used > full)
+      used = full;
+  }
+  d->young_floor = d->young_end - used * WORD;
+  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
+}
+
 /* One participant's minor collection (DESIGN §5.5). */
 void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
                         struct mgc_dom **parts) {
@@ -639,7 +674,6 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   COUNTER_ADD(&d->stats.minor_words, (d->young_end - used_from) / WORD);
   COUNTER_ADD(&d->stats.promoted_words, c.promoted_words);
   d->fast.young_ptr = d->young_end;
-  d->young_trigger = d->young_start + (d->young_end - d->young_start) / 2;
   mgc_note_major_alloc(d, c.promoted_words);
 
   /* Nobody decides a young block is dead before everybody has promoted
@@ -681,6 +715,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
+  size_minor_heap(d, t1 - t0);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
@@ -800,5 +835,5 @@ void mgc_minor_heap_range(void **start, void **end) {
 
 size_t mgc_minor_free_words(void) {
   struct mgc_dom *d = mgc_self_or_fatal("mgc_minor_free_words");
-  return (d->fast.young_ptr - d->young_start) / WORD;
+  return (d->fast.young_ptr - d->young_floor) / WORD;
 }

@@ -61,6 +61,7 @@ void mgc_params_default(mgc_params *p) {
   p->custom_minor_max_size = 70000;
   p->fiber_max_words = (size_t)128 << 20;
   p->event_ring_size = 8192;
+  p->minor_pause_goal_us = 800;
 }
 
 /* Parses a number with an optional k/M/G suffix; the whole text must be
@@ -146,7 +147,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
   }
   if (klen != 1)
     return bad(item, klen,
-               "unknown key (known: s o d v t V M m n F l O C e trace log)");
+               "unknown key (known: s o d v t V M m n F l O C e P trace log)");
   uint64_t v;
   if (!parse_size(val, vlen, &v))
     return bad(item, klen, "not a number (decimal or 0x hex, k/M/G)");
@@ -211,6 +212,11 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
   case 'C':
     p->compact_every = (size_t)v;
     return 0;
+  case 'P':
+    if ((r = check_range(item, klen, v, 0, 10000000)))
+      return r;
+    p->minor_pause_goal_us = (unsigned)v;
+    return 0;
   case 'l':
     if ((r = check_range(item, klen, v, MIN_FIBER_WORDS, MAX_FIBER_WORDS)))
       return r;
@@ -218,7 +224,7 @@ static int parse_item(mgc_params *p, const char *item, size_t len) {
     return 0;
   default:
     return bad(item, klen,
-               "unknown key (known: s o d v t V M m n F l O C e trace log)");
+               "unknown key (known: s o d v t V M m n F l O C e P trace log)");
   }
 }
 
@@ -256,6 +262,8 @@ int mgc_params_validate(const mgc_params *p) {
     return bad("d", 1, "max_domains out of range [1, 4096]");
   if (p->verify < 0 || p->verify > 1)
     return bad("V", 1, "verify must be 0 or 1");
+  if (p->minor_pause_goal_us > 10000000)
+    return bad("P", 1, "minor pause goal out of range [0, 10^7] us");
   if (memchr(p->trace_path, 0, sizeof p->trace_path) == NULL)
     return bad("trace", 5, "path not NUL-terminated");
   if (p->custom_major_ratio < 1 || p->custom_minor_ratio < 1)
@@ -313,6 +321,7 @@ static void stw_set_params(struct mgc_dom *d, void *data, int idx, int n,
     q->fiber_max_words = p->fiber_max_words;
     q->compact_overhead = p->compact_overhead;
     q->compact_every = p->compact_every;
+    q->minor_pause_goal_us = p->minor_pause_goal_us;
     pthread_mutex_unlock(&params_lock);
     mgc_stw_barrier_release();
   }
@@ -353,11 +362,11 @@ int mgc_set_params(const mgc_params *p) {
   }
   mgc_log(MGC_VERBOSE_PARAMS,
           "parameters set: s=%zu o=%u v=%#x V=%d M=%u m=%u n=%zu l=%zu O=%u "
-          "C=%zu",
+          "C=%zu P=%u",
           p->minor_heap_words, p->space_overhead, p->verbose, p->verify,
           p->custom_major_ratio, p->custom_minor_ratio,
           p->custom_minor_max_size, p->fiber_max_words, p->compact_overhead,
-          p->compact_every);
+          p->compact_every, p->minor_pause_goal_us);
   if (p->minor_heap_words != old_minor)
     mgc_set_minor_heap_size(p->minor_heap_words);
   return MGC_OK;

@@ -8,8 +8,10 @@
  *   2  heap blocks have wosize >= 1 (and fit their slot);
  *   4  infix pointers step back to a closure, infix headers lie before the
  *      closure's start of environment;
- *   6  young_start <= young_ptr <= young_end, and the minor heap parses;
- *   7  young_trigger is the midpoint or young_start;
+ *   6  young_start <= young_floor <= young_ptr <= young_end, and the minor
+ *      heap parses;
+ *   7  young_trigger is the midpoint of [young_floor, young_end) or
+ *      young_floor;
  *   10 every non-young field holding a young pointer is remembered;
  *   13 tables: base <= ptr <= limit <= end;
  *   14 generational roots are in the right set;
@@ -439,13 +441,14 @@ static void check_large(void *data, word *hp, bool swept) {
 }
 
 static void check_minor_heap(struct verifier *vf, struct mgc_dom *d) {
-  if (!(d->young_start <= d->fast.young_ptr &&
+  if (!(d->young_start <= d->young_floor &&
+        d->young_floor <= d->fast.young_ptr &&
         d->fast.young_ptr <= d->young_end))
     report(vf, "domain %d: young_ptr outside its heap (invariant 6)", d->id);
-  word mid = d->young_start + (d->young_end - d->young_start) / 2;
-  if (d->young_trigger != mid && d->young_trigger != d->young_start)
+  word mid = d->young_floor + (d->young_end - d->young_floor) / 2;
+  if (d->young_trigger != mid && d->young_trigger != d->young_floor)
     report(vf,
-           "domain %d: young_trigger is neither midpoint nor start "
+           "domain %d: young_trigger is neither midpoint nor floor "
            "(invariant 7)",
            d->id);
   for (word *p = (word *)d->fast.young_ptr; p < (word *)d->young_end;) {

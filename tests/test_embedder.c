@@ -639,10 +639,22 @@ static size_t range_words(void) {
   return (size_t)((char *)e - (char *)s) / sizeof(mgc_value);
 }
 
+static void set_pause_goal(unsigned us) {
+  mgc_params p;
+  mgc_get_params(&p);
+  p.minor_pause_goal_us = us;
+  int r = mgc_set_params(&p);
+  CHECK(r == MGC_OK, "mgc_set_params(P=%u) -> %d", us, r);
+}
+
 static void test_geometry(void) {
   mgc_params p;
   void *s, *e;
   mgc_get_params(&p);
+  /* The whole heap is in use after a collection only without a pause
+     goal (test_pause_sizing): a slow collection (sanitizers, a loaded
+     machine) would otherwise shrink it. */
+  set_pause_goal(0);
   mgc_minor_heap_range(&s, &e);
   CHECK(range_words() == p.minor_heap_words,
         "the minor heap holds s= words (%zu)", range_words());
@@ -669,6 +681,93 @@ static void test_geometry(void) {
   CHECK(mgc_minor_free_words() <= 8192, "free words within the new heap");
   mgc_set_minor_heap_size(p.minor_heap_words);
   CHECK(range_words() == p.minor_heap_words, "resized back");
+  set_pause_goal(p.minor_pause_goal_us);
+}
+
+/* The pause-aware minor heap: a collection that took longer than the goal
+   leaves less of the heap in use (at least 8192 words), one well under it
+   gives more back (by half again each time) until all is in use, and a
+   goal of 0 always uses it all.  A goal of 1 us is missed by any
+   collection that promotes a list of many thousand blocks; one of 10 s is
+   met by every collection here.  The list survives all of it, and the
+   verifier passes with the smaller part in use. */
+static void test_pause_sizing(void) {
+  mgc_params orig;
+  mgc_get_params(&orig);
+  struct mgc_dom *d = (struct mgc_dom *)mgc_tls_state;
+  size_t full = range_words();
+  MGC_PARAM0;
+  MGC_LOCAL1(list);
+  long n = test_scale(60000), i, sum = 0, expect = 0;
+  set_pause_goal(1);
+  for (int round = 0; round < 3; round++) {
+    for (i = 0; i < n; i++) {
+      mgc_value c = mgc_alloc_small(3, 0);
+      MGC_FIELD(c, 0) = MGC_VAL_INT(i);
+      MGC_FIELD(c, 1) = list;
+      MGC_FIELD(c, 2) = MGC_UNIT;
+      list = c;
+      expect += i;
+    }
+    mgc_minor_collection();
+    size_t used = (d->young_end - d->young_floor) / sizeof(mgc_value);
+    if (!torture_on()) {
+      /* Under torture each collection promotes a block or two. */
+      CHECK(used < full,
+            "round %d: a 1 us goal missed shrinks the part in "
+            "use (%zu of %zu words)",
+            round, used, full);
+      CHECK(mgc_minor_free_words() == used,
+            "round %d: free words are those of the part in use (%zu, %zu)",
+            round, mgc_minor_free_words(), used);
+    }
+    CHECK(used >= (full < 8192 ? full : 8192),
+          "round %d: never below 8192 words (%zu)", round, used);
+    CHECK((d->young_end - d->young_floor) % sizeof(mgc_value) == 0 &&
+              d->young_floor >= d->young_start,
+          "round %d: the floor is a word inside the heap", round);
+    CHECK_VERIFY("pause sizing");
+  }
+  for (mgc_value c = list; MGC_IS_BLOCK(c); c = MGC_FIELD(c, 1))
+    sum += MGC_INT_VAL(MGC_FIELD(c, 0));
+  CHECK(sum == expect, "the list survived (sum %ld, expected %ld)", sum,
+        expect);
+  /* Well under the goal: half again per collection, up to the whole. */
+  set_pause_goal(10000000);
+  size_t prev = (d->young_end - d->young_floor) / sizeof(mgc_value);
+  for (i = 0; i < 40; i++) {
+    mgc_minor_collection();
+    size_t used = (d->young_end - d->young_floor) / sizeof(mgc_value);
+    size_t want = prev + prev / 2 < full ? prev + prev / 2 : full;
+    if (used != want) {
+      CHECK(used == want, "collection %ld: %zu words in use, expected %zu", i,
+            used, want);
+      break;
+    }
+    prev = used;
+  }
+  CHECK(prev == full, "the whole heap is in use again (%zu of %zu)", prev,
+        full);
+  /* No goal: all of it at once. */
+  set_pause_goal(1);
+  list = MGC_UNIT;
+  for (i = 0; i < n; i++) {
+    mgc_value c = mgc_alloc_small(3, 0);
+    MGC_FIELD(c, 0) = list;
+    MGC_FIELD(c, 1) = MGC_UNIT;
+    MGC_FIELD(c, 2) = MGC_UNIT;
+    list = c;
+  }
+  mgc_minor_collection();
+  set_pause_goal(0);
+  mgc_minor_collection();
+  CHECK((size_t)(d->young_end - d->young_floor) / sizeof(mgc_value) == full,
+        "a goal of 0 uses the whole heap");
+  CHECK(mgc_minor_free_words() == full || torture_on(),
+        "and all of it is free after a collection (%zu)",
+        mgc_minor_free_words());
+  MGC_DROP;
+  mgc_set_params(&orig);
 }
 
 static void test_set_params(void) {
@@ -1098,6 +1197,7 @@ int main(void) {
   test_interrupts();
   test_custom_register();
   test_geometry();
+  test_pause_sizing();
   test_set_params();
   test_major_collection_compact();
   test_alloc_shr();

@@ -42,6 +42,7 @@ static void test_defaults(void) {
   CHECK(p.custom_minor_ratio == 100, "m default %u", p.custom_minor_ratio);
   CHECK(p.custom_minor_max_size == 70000, "n default %zu",
         p.custom_minor_max_size);
+  CHECK(p.minor_pause_goal_us == 800, "P default %u", p.minor_pause_goal_us);
 }
 
 static void test_parse_good(void) {
@@ -118,6 +119,14 @@ static void test_parse_good(void) {
   CHECK(r == 0 && p.space_overhead == 77 && p.max_domains == 9,
         "parse on top keeps o=%u, d=%u", p.space_overhead, p.max_domains);
 
+  mgc_params_default(&p);
+  r = mgc_params_parse(&p, "P=0");
+  CHECK(r == 0 && p.minor_pause_goal_us == 0, "P=0 -> %u (%d)",
+        p.minor_pause_goal_us, r);
+  r = mgc_params_parse(&p, "P=10000000");
+  CHECK(r == 0 && p.minor_pause_goal_us == 10000000, "P=10000000 -> %u (%d)",
+        p.minor_pause_goal_us, r);
+
   /* A later key overrides an earlier one. */
   mgc_params_default(&p);
   r = mgc_params_parse(&p, "o=50,o=60");
@@ -126,9 +135,10 @@ static void test_parse_good(void) {
 
 static void test_parse_bad(void) {
   static const char *const bad[] = {
-      "x=1",     "zz=3",      "s=abc", "s=12q", "s",    "o",     "=5",
-      "o=",      "s=-1",      "o=0",   "d=0",   "s=10", "s=256", "s=0",
-      "o=1,q=2", "s=1k,o=zz", "V=x",   "d=1x",  "t=0x", "trace"};
+      "x=1",   "zz=3",  "s=abc",   "s=12q",      "s",   "o",
+      "=5",    "o=",    "s=-1",    "o=0",        "d=0", "s=10",
+      "s=256", "s=0",   "o=1,q=2", "s=1k,o=zz",  "V=x", "d=1x",
+      "t=0x",  "trace", "P=x",     "P=10000001", "P=-1"};
   size_t i;
   for (i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     mgc_params p;
