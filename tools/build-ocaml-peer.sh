@@ -51,24 +51,12 @@ log() { echo "ocaml-peer: $*" >&2; }
 
 [ -f "$stamp" ] && exit 0
 
-# The tarball, from the cache or the npm registry (npm pack, else curl or
-# wget of the registry's URL for it).
+# The tarball, from the cache or the npm registry.
 if [ -z "$source" ]; then
   source="$cache/ocaml-$version.tgz"
   if [ ! -f "$source" ]; then
     mkdir -p "$cache"
-    tmp="$(mktemp -d "$cache/fetch.XXXXXX")"
-    url="https://registry.npmjs.org/ocaml/-/ocaml-$version.tgz"
-    log "fetching ocaml@$version from the npm registry"
-    if command -v npm >/dev/null 2>&1; then
-      (cd "$tmp" && npm pack --silent "ocaml@$version" >/dev/null)
-    elif command -v curl >/dev/null 2>&1; then
-      curl -fsSL -o "$tmp/ocaml-$version.tgz" "$url"
-    else
-      wget -q -O "$tmp/ocaml-$version.tgz" "$url"
-    fi
-    mv "$tmp/ocaml-$version.tgz" "$source"
-    rm -rf "$tmp"
+    "$root/tools/fetch-ocaml-source.sh" "$version" "$source"
   fi
 fi
 
@@ -84,7 +72,7 @@ head -1 "$tree/VERSION" | grep -q "^$version" ||
   { log "$source is not OCaml $version"; exit 1; }
 
 log "configuring, building and installing OCaml $version into $prefix" \
-  "(nice -n 19, $jobs jobs, about 12 minutes on 2 cores)"
+  "(nice -n 19, $jobs jobs, 6.5 minutes on 2 cores)"
 start=$SECONDS
 step() {
   local name="$1"

@@ -51,15 +51,7 @@ build_tree() {
   rm -rf "$tmp"
   mkdir -p "$tmp"
   if [ -z "$source" ]; then
-    log "fetching ocaml@$version from the npm registry"
-    local url="https://registry.npmjs.org/ocaml/-/ocaml-$version.tgz"
-    if command -v npm >/dev/null 2>&1; then
-      (cd "$tmp" && npm pack --silent "ocaml@$version" >/dev/null)
-    elif command -v curl >/dev/null 2>&1; then
-      curl -fsSL -o "$tmp/ocaml-$version.tgz" "$url"
-    else
-      wget -q -O "$tmp/ocaml-$version.tgz" "$url"
-    fi
+    "$root/tools/fetch-ocaml-source.sh" "$version" "$tmp/ocaml-$version.tgz"
     source="$tmp/ocaml-$version.tgz"
   fi
   if [ -d "$source" ]; then
