@@ -193,7 +193,12 @@ struct pool {
   struct mgc_dom *owner;
   uint32_t cls;
   uint32_t live; /* live slots after the last sweep/alloc */
-  word pad[3];
+  /* major_cycles + 1 at the moment the pool was taken fresh, until it is
+     first swept; 0 after.  A pool taken during cycle n holds only blocks
+     born MARKED in cycle n, so the sweep of cycle n + 1 would free
+     nothing: it is skipped (invariant 26 holds for it as it is). */
+  uint64_t born;
+  word pad[2];
 };
 #define POOL_HEADER_WORDS (sizeof(struct pool) / WORD)
 
@@ -216,6 +221,7 @@ struct mgc_heap {
   int sweep_cls;          /* next class the sweeper looks at */
   size_t large_words;     /* words in owned large blocks */
   struct pool *evacuated; /* compaction: emptied, released after the update */
+  size_t sweeps_skipped;  /* pools left unswept at cycle starts (born) */
 };
 
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];

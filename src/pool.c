@@ -142,6 +142,9 @@ static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->live = 0;
   p->free = NULL;
   p->bump = pool_first_slot(p);
+  /* Relaxed: the count changes only inside a STW section, between
+     barriers that order it with this read. */
+  p->born = LOAD_RELAXED(&mgc_rt.major_cycles) + 1;
 }
 
 static inline void push_pool(struct pool **list, struct pool *p) {
@@ -158,6 +161,7 @@ static inline void push_pool(struct pool **list, struct pool *p) {
 static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   size_t wh = mgc_class_whsize[p->cls];
   p->owner = d;
+  p->born = 0;
   word *s = pool_first_slot(p), *end = p->bump;
   /* Sweeping is a sequential scan: a quarter of the cost of marking a
      word, in the units of the pacing. */
@@ -333,15 +337,48 @@ bool mgc_heap_sweep_done(struct mgc_dom *d) {
   return true;
 }
 
-/* STW, own domain, after the colours rotated: everything must be swept
-   again (invariant 26 held just before the rotation). */
+/* Moves the pools of *from that need sweeping to *to, and keeps in *from
+   those taken fresh during the cycle that just ended (their blocks were
+   all born MARKED in it, so none is GARBAGE now); returns the sweeping
+   work those would have cost, which counts as paid: the pacing stays
+   that of a heap swept whole. */
+static intptr_t split_unswept(struct mgc_dom *d, struct pool **from,
+                              struct pool **to, uint64_t now) {
+  intptr_t skipped = 0;
+  struct pool *p = *from, **keep = from;
+  MGC_ASSERT(*to == NULL);
+  /* Both lists keep the order they had. */
+  for (; p; p = p->next) {
+    if (p->born == now) {
+      p->born = 0;
+      d->heap.sweeps_skipped++;
+      skipped += (intptr_t)(p->bump - pool_first_slot(p)) / 4 + 16;
+      *keep = p;
+      keep = &p->next;
+    } else {
+      *to = p;
+      to = &p->next;
+    }
+  }
+  *keep = NULL;
+  *to = NULL;
+  return skipped;
+}
+
+/* STW, own domain, after the colours rotated and the cycle count moved:
+   everything must be swept again (invariant 26 held just before the
+   rotation), but for the pools taken fresh during the cycle that ended. */
 void mgc_heap_cycle_start(struct mgc_dom *d) {
+  uint64_t now = LOAD_RELAXED(&mgc_rt.major_cycles);
+  intptr_t skipped = 0;
   for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
     MGC_ASSERT(!d->heap.unswept_avail[c] && !d->heap.unswept_full[c]);
-    d->heap.unswept_avail[c] = d->heap.avail[c];
-    d->heap.unswept_full[c] = d->heap.full[c];
-    d->heap.avail[c] = d->heap.full[c] = NULL;
+    skipped += split_unswept(d, &d->heap.avail[c], &d->heap.unswept_avail[c],
+                             now);
+    skipped +=
+        split_unswept(d, &d->heap.full[c], &d->heap.unswept_full[c], now);
   }
+  mgc_pay_work(skipped);
   MGC_ASSERT(d->heap.unswept_large == NULL);
   d->heap.unswept_large = d->heap.large;
   d->heap.large = NULL;
