@@ -306,6 +306,7 @@ int mgc_init(const mgc_params *given) {
   mgc_colours.marked = (word)0 << 8;
   mgc_colours.unmarked = (word)1 << 8;
   mgc_colours.garbage = (word)2 << 8;
+  mgc_colours.cycle = 0; /* = mgc_rt.major_cycles */
   atomic_store(&mgc_minor_gcs_started, 0);
   mgc_heap_init();
   mgc_roots_init();

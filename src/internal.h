@@ -193,12 +193,21 @@ struct pool {
   struct mgc_dom *owner;
   uint32_t cls;
   uint32_t live; /* live slots after the last sweep/alloc */
-  /* major_cycles + 1 at the moment the pool was taken fresh, until it is
-     first swept; 0 after.  A pool taken during cycle n holds only blocks
-     born MARKED in cycle n, so the sweep of cycle n + 1 would free
+  /* mgc_colours.cycle + 1 at the moment the pool was taken fresh, until
+     it is first swept; 0 after.  A pool taken during cycle n holds only
+     blocks born MARKED in cycle n, so the sweep of cycle n + 1 would free
      nothing: it is skipped (invariant 26 holds for it as it is). */
   uint64_t born;
-  word pad[2];
+  /* mgc_colours.cycle when a block of the pool was last marked, or when
+     the pool was last put on avail (where blocks are born MARKED).
+     Markers of every domain store it: relaxed atomics, each storing the
+     current cycle, whose value the STW barrier that moved it published.  A pool
+     not stamped during the cycle before the one under way holds only GARBAGE
+     (or free) slots: its sweep gives it back whole without reading it
+     (DESIGN 6.6). */
+  _Atomic uint64_t marked_cycle;
+  uint32_t finalisable; /* Custom blocks or continuations were put in it */
+  uint32_t pad;
 };
 #define POOL_HEADER_WORDS (sizeof(struct pool) / WORD)
 
@@ -221,7 +230,8 @@ struct mgc_heap {
   int sweep_cls;          /* next class the sweeper looks at */
   size_t large_words;     /* words in owned large blocks */
   struct pool *evacuated; /* compaction: emptied, released after the update */
-  size_t sweeps_skipped;  /* pools left unswept at cycle starts (born) */
+  size_t sweeps_skipped;  /* sweeps that read nothing: pools born last cycle */
+  size_t pools_dead;      /* pools given back whole, unread, by sweeping */
 };
 
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
@@ -293,8 +303,22 @@ struct mgc_colours {
   word unmarked;
   word marked;
   word garbage;
+  /* The number of the cycle under way (mgc_rt.major_cycles, moved with
+     the colours): the stamp of a pool's marked_cycle. */
+  uint64_t cycle;
 };
 extern struct mgc_colours mgc_colours;
+
+/* A block just marked (hd: its header) stamps its pool, unless it is a
+   large block (no pool: it is not in a POOL_BYTES-aligned pool). */
+static inline void mgc_pool_stamp(mgc_value v, word hd) {
+  if (WHSIZE(MGC_WOSIZE_HD(hd)) > MAX_POOL_WHSIZE)
+    return;
+  struct pool *p = (struct pool *)((word)v & ~(word)(POOL_BYTES - 1));
+  uint64_t now = mgc_colours.cycle;
+  if (atomic_load_explicit(&p->marked_cycle, memory_order_relaxed) != now)
+    atomic_store_explicit(&p->marked_cycle, now, memory_order_relaxed);
+}
 
 /* The phases of a major cycle (DESIGN §6.7), changed only inside a STW
    section by the last domain to arrive at its barrier (invariant 31). */

@@ -47,7 +47,7 @@
 #include <string.h>
 
 /* Initial meanings: 0 MARKED, 1 UNMARKED, 2 GARBAGE (DESIGN §1.2). */
-struct mgc_colours mgc_colours = {(word)1 << 8, (word)0 << 8, (word)2 << 8};
+struct mgc_colours mgc_colours = {(word)1 << 8, (word)0 << 8, (word)2 << 8, 0};
 
 size_t mgc_mark_stack_cap_for_tests;
 _Atomic size_t mgc_mark_stack_prunes;
@@ -293,6 +293,7 @@ mark_block_with(struct mgc_dom *d, mgc_value v, word unmarked,
     return push_cont(d, v, may_reopen);
   if (!set_marked(v, hd))
     return 0;
+  mgc_pool_stamp(v, hd);
   /* Marking anything from outside the mark loop re-opens marking, pushed
      or not: when it drains again a new ephemeron round starts, and a pass
      that ran before this block was marked (it may be a key) is redone. */
@@ -379,6 +380,7 @@ static intptr_t scan_cont(struct mgc_dom *d, mgc_value k, bool may_reopen) {
       work += (intptr_t)((mgc_fiber *)s)->depth;
   }
   STORE_RELEASE(hp, WITH_COLOUR(hd, mgc_colours.marked));
+  mgc_pool_stamp(k, hd);
   return work;
 }
 
@@ -442,6 +444,10 @@ static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
         if (tail - head == MARK_RING)
           work += mark_block(d, ring[head++ % MARK_RING], unmarked);
         __builtin_prefetch((word *)v - 1, 1);
+        /* And its pool's stamp (mgc_pool_stamp), read at the mark; for a
+           large block, some mapped or unmapped address: a prefetch never
+           faults. */
+        __builtin_prefetch((void *)(v & ~(mgc_value)(POOL_BYTES - 1)), 0);
         ring[tail++ % MARK_RING] = v;
       }
       continue;
@@ -628,6 +634,7 @@ static void rotate_colours(void) {
   mgc_colours.marked = c.garbage;
   mgc_colours.unmarked = c.marked;
   mgc_colours.garbage = c.unmarked;
+  mgc_colours.cycle = c.cycle + 1; /* major_cycles, incremented next */
 }
 
 /* Single domain, at the barrier after the rotation. */

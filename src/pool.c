@@ -142,14 +142,27 @@ static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->live = 0;
   p->free = NULL;
   p->bump = pool_first_slot(p);
-  /* Relaxed: the count changes only inside a STW section, between
-     barriers that order it with this read. */
-  p->born = LOAD_RELAXED(&mgc_rt.major_cycles) + 1;
+  /* The cycle number changes only inside a STW section, between barriers
+     that order it with these reads (as the colours). */
+  p->born = mgc_colours.cycle + 1;
+  p->finalisable = 0;
+  atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
+                        memory_order_relaxed);
 }
 
 static inline void push_pool(struct pool **list, struct pool *p) {
   p->next = *list;
   *list = p;
+}
+
+/* Allocation takes from avail only, and every pool there was put there
+   during the cycle under way (the cycle start empties avail): stamping the
+   pool here, as if marked, covers every block born MARKED in it this
+   cycle.  A full pool gets no allocation until its next sweep. */
+static inline void push_avail(struct mgc_dom *d, struct pool *p) {
+  atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
+                        memory_order_relaxed);
+  push_pool(&d->heap.avail[p->cls], p);
 }
 
 /* Sweeps one pool (DESIGN §6.6): GARBAGE slots are freed (custom blocks
@@ -161,11 +174,37 @@ static inline void push_pool(struct pool **list, struct pool *p) {
 static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   size_t wh = mgc_class_whsize[p->cls];
   p->owner = d;
-  p->born = 0;
   word *s = pool_first_slot(p), *end = p->bump;
   /* Sweeping is a sequential scan: a quarter of the cost of marking a
      word, in the units of the pacing. */
   intptr_t work = (intptr_t)(end - s) / 4 + 16;
+  /* Taken fresh during the last cycle: its blocks were all born MARKED
+     then, so none is GARBAGE now and there is nothing to free.  The work
+     counts as done, so that the pacing stays that of a heap swept slot by
+     slot (unpaid, the cycles come sooner and the saving turns into a
+     smaller heap instead of time). */
+  if (p->born == mgc_colours.cycle) {
+    p->born = 0;
+    d->heap.sweeps_skipped++;
+    if (pool_has_room(p))
+      push_avail(d, p);
+    else
+      push_pool(&d->heap.full[p->cls], p);
+    return work;
+  }
+  p->born = 0;
+  /* Nothing in it was marked or allocated during the last cycle: every
+     used slot is GARBAGE or free, and nothing needs finalising.  The
+     work counts as done, so that the pacing stays that of a heap swept
+     slot by slot.  No marker can stamp it now: only reachable blocks are
+     marked, and a reachable block was marked last cycle too. */
+  if (!p->finalisable &&
+      atomic_load_explicit(&p->marked_cycle, memory_order_relaxed) + 1 <
+          mgc_colours.cycle) {
+    d->heap.pools_dead++;
+    pool_release(p);
+    return work;
+  }
   word garbage = mgc_colours.garbage;
   word *head = NULL, **tail = &head;
   unsigned live = 0;
@@ -198,7 +237,7 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   if (live == 0) {
     pool_release(p);
   } else if (pool_has_room(p)) {
-    push_pool(&d->heap.avail[p->cls], p);
+    push_avail(d, p);
   } else {
     push_pool(&d->heap.full[p->cls], p);
   }
@@ -269,6 +308,11 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
       p->bump += mgc_class_whsize[cls];
     }
     p->live++;
+    /* The pool was stamped when it became one to allocate from in this
+       cycle (push_avail, pool_init): a block born MARKED needs no more. */
+    if (MGC_UNLIKELY(tag >= MGC_TAG_CONT) &&
+        (tag == MGC_TAG_CUSTOM || tag == MGC_TAG_CONT))
+      p->finalisable = 1;
     if (!pool_has_room(p)) {
       d->heap.avail[cls] = p->next;
       push_pool(&d->heap.full[cls], p);
@@ -337,48 +381,16 @@ bool mgc_heap_sweep_done(struct mgc_dom *d) {
   return true;
 }
 
-/* Moves the pools of *from that need sweeping to *to, and keeps in *from
-   those taken fresh during the cycle that just ended (their blocks were
-   all born MARKED in it, so none is GARBAGE now); returns the sweeping
-   work those would have cost, which counts as paid: the pacing stays
-   that of a heap swept whole. */
-static intptr_t split_unswept(struct mgc_dom *d, struct pool **from,
-                              struct pool **to, uint64_t now) {
-  intptr_t skipped = 0;
-  struct pool *p = *from, **keep = from;
-  MGC_ASSERT(*to == NULL);
-  /* Both lists keep the order they had. */
-  for (; p; p = p->next) {
-    if (p->born == now) {
-      p->born = 0;
-      d->heap.sweeps_skipped++;
-      skipped += (intptr_t)(p->bump - pool_first_slot(p)) / 4 + 16;
-      *keep = p;
-      keep = &p->next;
-    } else {
-      *to = p;
-      to = &p->next;
-    }
-  }
-  *keep = NULL;
-  *to = NULL;
-  return skipped;
-}
-
-/* STW, own domain, after the colours rotated and the cycle count moved:
-   everything must be swept again (invariant 26 held just before the
-   rotation), but for the pools taken fresh during the cycle that ended. */
+/* STW, own domain, after the colours rotated: everything must be swept
+   again (invariant 26 held just before the rotation).  Only list heads
+   move here: the pause does not grow with the heap. */
 void mgc_heap_cycle_start(struct mgc_dom *d) {
-  uint64_t now = LOAD_RELAXED(&mgc_rt.major_cycles);
-  intptr_t skipped = 0;
   for (int c = 0; c < NUM_SIZE_CLASSES; c++) {
     MGC_ASSERT(!d->heap.unswept_avail[c] && !d->heap.unswept_full[c]);
-    skipped += split_unswept(d, &d->heap.avail[c], &d->heap.unswept_avail[c],
-                             now);
-    skipped +=
-        split_unswept(d, &d->heap.full[c], &d->heap.unswept_full[c], now);
+    d->heap.unswept_avail[c] = d->heap.avail[c];
+    d->heap.unswept_full[c] = d->heap.full[c];
+    d->heap.avail[c] = d->heap.full[c] = NULL;
   }
-  mgc_pay_work(skipped);
   MGC_ASSERT(d->heap.unswept_large == NULL);
   d->heap.unswept_large = d->heap.large;
   d->heap.large = NULL;
@@ -594,6 +606,7 @@ static size_t evacuate_class(struct mgc_dom *d, int c) {
         to->bump += wh;
       }
       to->live++;
+      to->finalisable |= from->finalisable;
       size_t whs = WHSIZE(MGC_WOSIZE_HD(hd));
       memcpy(hp, s, whs * WORD);
       s[1] = (word)(hp + 1);
@@ -606,7 +619,7 @@ static size_t evacuate_class(struct mgc_dom *d, int c) {
   d->heap.avail[c] = NULL;
   for (size_t k = 0; k < kept; k++) {
     if (pool_has_room(a[k]))
-      push_pool(&d->heap.avail[c], a[k]);
+      push_avail(d, a[k]);
     else
       push_pool(&d->heap.full[c], a[k]);
   }

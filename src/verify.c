@@ -15,7 +15,8 @@
  *   10 every non-young field holding a young pointer is remembered;
  *   13 tables: base <= ptr <= limit <= end;
  *   14 generational roots are in the right set;
- *   26 no GARBAGE block in swept pools (anywhere, at a cycle end);
+ *   26 no GARBAGE block in swept pools (anywhere, at a cycle end); no
+ *      MARKED block in a pool not stamped with the cycle under way;
  *   29 pools are owned by the domain whose lists hold them;
  *   30 free slots have header 0 and the free list covers exactly them;
  *      the heap statistics equal a recount;
@@ -411,12 +412,27 @@ static void check_pool(void *data, struct pool *p, bool swept) {
   word *start, *end;
   size_t wh;
   mgc_pool_bounds(p, &start, &end, &wh);
+  /* A block turns MARKED only in a pool stamped with the cycle under way
+     (invariant 26): sweeping gives pools with old stamps back unread. */
+  uint64_t stamp = atomic_load_explicit(&p->marked_cycle, memory_order_relaxed);
+  if (stamp > mgc_colours.cycle)
+    report(vf, "pool %p is stamped with cycle %llu, after %llu (inv. 26)",
+           (void *)p, (unsigned long long)stamp,
+           (unsigned long long)mgc_colours.cycle);
   size_t free_slots = 0;
   for (word *s = start; s < end; s += wh) {
-    if (LOAD_RELAXED(AWORD(s)) == 0)
+    word hd = LOAD_RELAXED(AWORD(s));
+    if (hd == 0) {
       free_slots++;
-    else
-      check_major_block(vf, s, wh, swept);
+      continue;
+    }
+    if (stamp < mgc_colours.cycle && COLOUR_HD(hd) == mgc_colours.marked)
+      report(vf,
+             "MARKED block %p in pool %p, whose last stamp is cycle "
+             "%llu of %llu (invariant 26)",
+             (void *)(s + 1), (void *)p, (unsigned long long)stamp,
+             (unsigned long long)mgc_colours.cycle);
+    check_major_block(vf, s, wh, swept);
   }
   if (!swept)
     return;
