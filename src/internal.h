@@ -201,15 +201,21 @@ struct pool {
   /* mgc_colours.cycle when a block of the pool was last marked, or when
      the pool was last put on avail (where blocks are born MARKED).
      Markers of every domain store it: relaxed atomics, each storing the
-     current cycle, whose value the STW barrier that moved it published.  A pool
-     not stamped during the cycle before the one under way holds only GARBAGE
-     (or free) slots: its sweep gives it back whole without reading it
-     (DESIGN 6.6). */
+     current cycle, whose value the STW barrier that moved it published.
+     A pool not stamped during the cycle before the one under way holds
+     only GARBAGE (or free) slots: its sweep gives it back whole without
+     reading it (DESIGN 6.6). */
   _Atomic uint64_t marked_cycle;
   uint32_t finalisable; /* Custom blocks or continuations were put in it */
   uint32_t pad;
 };
 #define POOL_HEADER_WORDS (sizeof(struct pool) / WORD)
+
+/* The pool an address inside a pool belongs to (pools are POOL_BYTES
+   aligned); for any other address, a meaningless one. */
+static inline struct pool *mgc_pool_of(word addr) {
+  return (struct pool *)(addr & ~(word)(POOL_BYTES - 1));
+}
 
 /* A large block (more than MAX_POOL_WHSIZE words with header): malloc'd
    with this prefix; the header follows it. */
@@ -314,7 +320,7 @@ extern struct mgc_colours mgc_colours;
 static inline void mgc_pool_stamp(mgc_value v, word hd) {
   if (WHSIZE(MGC_WOSIZE_HD(hd)) > MAX_POOL_WHSIZE)
     return;
-  struct pool *p = (struct pool *)((word)v & ~(word)(POOL_BYTES - 1));
+  struct pool *p = mgc_pool_of((word)v);
   uint64_t now = mgc_colours.cycle;
   if (atomic_load_explicit(&p->marked_cycle, memory_order_relaxed) != now)
     atomic_store_explicit(&p->marked_cycle, now, memory_order_relaxed);

@@ -447,7 +447,7 @@ static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
         /* And its pool's stamp (mgc_pool_stamp), read at the mark; for a
            large block, some mapped or unmapped address: a prefetch never
            faults. */
-        __builtin_prefetch((void *)(v & ~(mgc_value)(POOL_BYTES - 1)), 0);
+        __builtin_prefetch(mgc_pool_of((word)v), 0);
         ring[tail++ % MARK_RING] = v;
       }
       continue;

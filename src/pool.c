@@ -143,11 +143,10 @@ static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->free = NULL;
   p->bump = pool_first_slot(p);
   /* The cycle number changes only inside a STW section, between barriers
-     that order it with these reads (as the colours). */
+     that order it with this read (as the colours).  marked_cycle is set
+     by push_avail, which follows. */
   p->born = mgc_colours.cycle + 1;
   p->finalisable = 0;
-  atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
-                        memory_order_relaxed);
 }
 
 static inline void push_pool(struct pool **list, struct pool *p) {
@@ -163,6 +162,15 @@ static inline void push_avail(struct mgc_dom *d, struct pool *p) {
   atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
                         memory_order_relaxed);
   push_pool(&d->heap.avail[p->cls], p);
+}
+
+/* A swept pool (or a kept one, after compaction) goes to avail if it has
+   room, else to full. */
+static inline void push_swept(struct mgc_dom *d, struct pool *p) {
+  if (pool_has_room(p))
+    push_avail(d, p);
+  else
+    push_pool(&d->heap.full[p->cls], p);
 }
 
 /* Sweeps one pool (DESIGN §6.6): GARBAGE slots are freed (custom blocks
@@ -186,10 +194,7 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   if (p->born == mgc_colours.cycle) {
     p->born = 0;
     d->heap.sweeps_skipped++;
-    if (pool_has_room(p))
-      push_avail(d, p);
-    else
-      push_pool(&d->heap.full[p->cls], p);
+    push_swept(d, p);
     return work;
   }
   p->born = 0;
@@ -234,13 +239,10 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   *tail = NULL;
   p->free = head;
   p->live = live;
-  if (live == 0) {
+  if (live == 0)
     pool_release(p);
-  } else if (pool_has_room(p)) {
-    push_avail(d, p);
-  } else {
-    push_pool(&d->heap.full[p->cls], p);
-  }
+  else
+    push_swept(d, p);
   return work;
 }
 
@@ -295,7 +297,7 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
         if (!p)
           return NULL;
         pool_init(p, cls, d);
-        push_pool(&d->heap.avail[cls], p);
+        push_avail(d, p);
       }
     }
     hp = p->free;
@@ -309,7 +311,7 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
     }
     p->live++;
     /* The pool was stamped when it became one to allocate from in this
-       cycle (push_avail, pool_init): a block born MARKED needs no more. */
+       cycle (push_avail): a block born MARKED needs no more. */
     if (MGC_UNLIKELY(tag >= MGC_TAG_CONT) &&
         (tag == MGC_TAG_CUSTOM || tag == MGC_TAG_CONT))
       p->finalisable = 1;
@@ -617,12 +619,8 @@ static size_t evacuate_class(struct mgc_dom *d, int c) {
     d->heap.evacuated = from;
   }
   d->heap.avail[c] = NULL;
-  for (size_t k = 0; k < kept; k++) {
-    if (pool_has_room(a[k]))
-      push_avail(d, a[k]);
-    else
-      push_pool(&d->heap.full[c], a[k]);
-  }
+  for (size_t k = 0; k < kept; k++)
+    push_swept(d, a[k]);
   free(a);
   return moved;
 }

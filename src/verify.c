@@ -119,7 +119,7 @@ static void report(struct verifier *v, const char *fmt, ...) {
 
 /* Is hp (a header address) the start of a live slot of a known pool? */
 static bool pool_slot(struct verifier *vf, word *hp) {
-  word base = (word)hp & ~((word)POOL_BYTES - 1);
+  word base = (word)mgc_pool_of((word)hp);
   if (!wset_has(&vf->pools, base))
     return false;
   word *start, *end;

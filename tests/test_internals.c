@@ -11,9 +11,9 @@
  *       and a field pointing inside a block;
  *   the grey buffer of the deletion barrier is drained before marking ends;
  *   free pools go back to the OS on mgc_compact;
- *   26  a pool taken fresh during a cycle is not swept at the next cycle
- *       start (it holds no GARBAGE block), but is swept the cycle after,
- *       when its dead blocks are freed;
+ *   26  a pool taken fresh during a cycle is not read by the sweep of the
+ *       next cycle (it holds no GARBAGE block), but by that of the cycle
+ *       after, when its dead blocks are freed;
  *   a pool none of whose blocks was marked or allocated during the last
  *   cycle is given back whole by its sweep, unread, unless it holds Custom
  *   blocks (their finalisers all run) or continuations.
@@ -248,9 +248,7 @@ static int pool_place(struct mgc_dom *d, struct pool *p) {
   return 0;
 }
 
-static struct pool *pool_of_block(mgc_value v) {
-  return (struct pool *)((word)v & ~(word)(POOL_BYTES - 1));
-}
+static struct pool *pool_of_block(mgc_value v) { return mgc_pool_of((word)v); }
 
 /* Invariant 26 and the sweep skipped for fresh pools.  In cycle k, 3000
    blocks of 5 words (one size class; about 680 per pool, so several fresh
