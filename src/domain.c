@@ -122,6 +122,7 @@ static struct mgc_dom *dom_prepare(int id) {
     d->grey = mgc_xmalloc(GREY_CAPACITY * sizeof(mgc_value), "grey buffer");
   d->grey_count = 0;
   d->sweeping_done = d->marking_done = true;
+  d->mark_given = d->mark_taken = 0;
   memset(&d->ephe, 0, sizeof d->ephe);
   mgc_final_info_free(d->final);
   d->final = mgc_final_info_new();
@@ -379,6 +380,7 @@ void mgc_shutdown(void) {
   mgc_heap_teardown();
   mgc_final_teardown();
   mgc_ephe_teardown();
+  mgc_mark_share_teardown();
   mgc_global_roots_teardown();
   mgc_minor_arena_free();
   mgc_stw_teardown();

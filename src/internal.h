@@ -367,6 +367,7 @@ enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
+void mgc_mark_share_teardown(void);
 void mgc_mark_stack_trim(struct mark_stack *ms);
 bool mgc_major_opportunistic_work(void *dom);
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
@@ -652,6 +653,10 @@ struct mgc_dom {
      counted down once in mgc_rt.counts (marking may be re-opened). */
   bool sweeping_done;
   bool marking_done;
+  /* Mark stack entries this domain moved into the shared pool, and took
+     from it (DESIGN §6.4); owner only. */
+  size_t mark_given;
+  size_t mark_taken;
   struct mgc_ephe_info ephe;
   struct mgc_final_info *final;
   _Atomic uint64_t slice_epoch; /* the global slice request last served */

@@ -409,6 +409,108 @@ void mgc_grey_drain(struct mgc_dom *d) {
   d->grey_count = 0;
 }
 
+/* ------------------------------------------------------------------------ */
+/* Sharing marking between domains (DESIGN §6.4)                              */
+/* ------------------------------------------------------------------------ */
+
+/* A domain marks what its own roots and barrier reach.  When one domain's
+   roots hold most of the live graph (a main domain that built a large
+   structure before spawning workers), it would do nearly all the marking
+   of every cycle, paying in its own slices the debt of the others, whose
+   stacks are empty.  So a domain that runs out of marking says it is
+   hungry, and a marking domain that sees that moves the oldest part of
+   its stack (the ranges nearest its roots: the largest subgraphs left)
+   into a packet in a global pool, where any domain takes it.
+
+   Invariant 43: while a packet is in the pool, to_mark > 0.  Only a
+   domain whose marking is not done puts a packet in; a domain counts its
+   marking down only after it found the pool empty, which it checks after
+   its own last donation; a domain whose marking is done re-opens it
+   (to_mark + 1) before it looks for a packet.  So no phase changes, and
+   no cycle ends, while marking waits in the pool; and every entry taken
+   is marked by its taker, whose drain starts a new ephemeron round as
+   any drain does. */
+#define SHARE_PACKET 128 /* entries per packet, at most */
+#define SHARE_MIN 4      /* a stack shorter than this keeps its entries */
+
+struct mark_packet {
+  struct mark_packet *next;
+  size_t count;
+  struct mark_entry entries[SHARE_PACKET];
+};
+
+static pthread_mutex_t share_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mark_packet *share_pool; /* under share_lock */
+/* Packets in the pool: written under share_lock, read without it as a
+   hint (a stale value only delays a take or costs an empty look). */
+static _Atomic size_t share_packets;
+/* Some domain found its stack and the pool empty: a hint for the donors,
+   relaxed for the same reason. */
+static _Atomic bool share_hungry;
+
+static bool share_pool_has_work(void) {
+  return LOAD_RELAXED(&share_packets) != 0;
+}
+
+/* Moves the oldest half of d's stack (at most a packet) into the pool. */
+static void share_give(struct mgc_dom *d) {
+  struct mark_stack *ms = &d->mark;
+  size_t n = ms->count / 2;
+  if (n > SHARE_PACKET)
+    n = SHARE_PACKET;
+  struct mark_packet *pk = mgc_xmalloc(sizeof *pk, "mark packet");
+  pk->count = n;
+  memcpy(pk->entries, ms->stack, n * sizeof *ms->stack);
+  memmove(ms->stack, ms->stack + n, (ms->count - n) * sizeof *ms->stack);
+  ms->count -= n;
+  d->mark_given += n;
+  pthread_mutex_lock(&share_lock);
+  pk->next = share_pool;
+  share_pool = pk;
+  STORE_RELAXED(&share_packets, LOAD_RELAXED(&share_packets) + 1);
+  STORE_RELAXED(&share_hungry, false);
+  pthread_mutex_unlock(&share_lock);
+}
+
+/* d's stack is empty and its marking not done: takes a packet onto it.
+   False when the pool is empty, which then counts as d being hungry. */
+static bool share_take(struct mgc_dom *d) {
+  struct mark_packet *pk = NULL;
+  /* Without the lock when the count reads 0: it was 0 at some moment
+     after this domain's own last donation (coherence), which is all that
+     invariant 43 needs. */
+  if (share_pool_has_work()) {
+    pthread_mutex_lock(&share_lock);
+    if (share_pool) {
+      pk = share_pool;
+      share_pool = pk->next;
+      STORE_RELAXED(&share_packets, LOAD_RELAXED(&share_packets) - 1);
+    }
+    pthread_mutex_unlock(&share_lock);
+  }
+  if (!pk) {
+    if (!mgc_single_domain() && !LOAD_RELAXED(&share_hungry))
+      STORE_RELAXED(&share_hungry, true);
+    return false;
+  }
+  for (size_t i = 0; i < pk->count; i++)
+    mark_stack_push(&d->mark, pk->entries[i].start, pk->entries[i].end);
+  d->mark_taken += pk->count;
+  free(pk);
+  return true;
+}
+
+/* Shutdown in the middle of a cycle may leave packets. */
+void mgc_mark_share_teardown(void) {
+  while (share_pool) {
+    struct mark_packet *pk = share_pool;
+    share_pool = pk->next;
+    free(pk);
+  }
+  STORE_RELAXED(&share_packets, 0);
+  STORE_RELAXED(&share_hungry, false);
+}
+
 /* Marks within budget words; returns the work done.  A range is scanned
    whole (large ones in chunks); each child found goes through a small ring
    after a prefetch of its header, so that several cache misses are in
@@ -431,6 +533,8 @@ static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
   unsigned head = 0, tail = 0;
   while (work < budget) {
     if (ms->count > 0 || mark_stack_refill(ms)) {
+      if (MGC_UNLIKELY(LOAD_RELAXED(&share_hungry)) && ms->count >= SHARE_MIN)
+        share_give(d);
       struct mark_entry e = ms->stack[--ms->count];
       if (e.end - e.start > MARK_CHUNK) {
         mark_stack_push(ms, e.start + MARK_CHUNK, e.end);
@@ -475,7 +579,11 @@ static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
   if (d->marking_done)
     return work;
   work += mark_loop(d, budget);
-  if (mark_stack_empty(&d->mark)) {
+  while (mark_stack_empty(&d->mark) && work < budget && share_take(d))
+    work += mark_loop(d, budget - work);
+  /* Empty, and the pool was found empty since the last donation (the take
+     that failed, or this domain's own take of it): invariant 43. */
+  if (mark_stack_empty(&d->mark) && (work < budget || !share_take(d))) {
     d->marking_done = true;
     mgc_count_down(&mgc_rt.counts.to_mark);
     mgc_ephe_marking_drained();
@@ -804,6 +912,22 @@ static intptr_t phase_chunk(struct slice *s) {
   return c > 0 ? c : PHASE_WORK_CHUNK;
 }
 
+/* A domain whose marking is done, with a slice to spend, re-opens it for
+   the pool's packets: before it takes one (invariant 43).  With the pool
+   empty it is hungry instead, so that a domain still marking shares.  Not
+   in PHASE_SWEEP_EPHE: the pool is empty then (to_mark was 0 when it
+   began, and marking does not re-open in it), and a stale look at the
+   count must not re-open marking there. */
+static void share_join(struct mgc_dom *d) {
+  if (!d->marking_done || mgc_single_domain() ||
+      mgc_gc_phase() == PHASE_SWEEP_EPHE)
+    return;
+  if (share_pool_has_work())
+    reopen_marking(d);
+  else if (!LOAD_RELAXED(&share_hungry) && LOAD_RELAXED(&mgc_rt.counts.to_mark))
+    STORE_RELAXED(&share_hungry, true);
+}
+
 /* The slice order of DESIGN §6.10: sweep, mark, this phase's finaliser
    update, adoption of orphans, ephemeron rounds or sweeping, then (outside
    a STW section) a phase change when the counts allow one.  Returns
@@ -821,6 +945,8 @@ static bool run_slice(struct slice *s) {
     mgc_ev_end(d, MGC_EVN_SWEEP);
   }
   for (;;) {
+    if (chunk(s) > 0)
+      share_join(d);
     if ((!d->marking_done || d->grey_count) && chunk(s) > 0) {
       mgc_ev_begin(d, MGC_EVN_MARK);
       while ((!d->marking_done || d->grey_count) && (c = chunk(s)) > 0)

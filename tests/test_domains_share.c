@@ -1,0 +1,216 @@
+/* test_domains_share.c: marking shared between domains (DESIGN §6.4).
+ *
+ * Each domain marks what its own roots reach.  Here domain 0 alone holds a
+ * large tree, and domain 1 holds none of it: without sharing, domain 0
+ * marks the whole tree in every cycle while domain 1's slices find nothing
+ * to do.  With sharing, domain 1 says it is hungry, domain 0 moves the
+ * oldest part of its mark stack into the shared pool, and domain 1 takes
+ * and marks it.
+ *
+ * Part 1: both domains run small explicit slices through several cycles.
+ * Checks: domain 0 gave entries to the pool and domain 1 took some (the
+ * counts kept in each domain's state), so the marking was shared; the
+ * tree is intact afterwards (every node's contents); the heap verifies.
+ * Invariant 43 (no cycle ends, no phase changes, while marking waits in
+ * the pool) is what keeps the tree alive: a node whose range waited in
+ * the pool at a cycle end would have been swept, which the contents check
+ * (and the verifier, after every collection in torture mode) finds.
+ *
+ * Part 2: three domains mutate the shared tree, each in its own subtree
+ * (write barrier darkening into stacks that are being shared), and
+ * allocate garbage, with automatic slices only, while domain 0 keeps
+ * forcing major cycles; then every node's contents are checked again.  Run
+ * under ThreadSanitizer by `make test` (test-tsan): the packets move between
+ * domains under a lock.
+ */
+#define _POSIX_C_SOURCE 200809L
+
+#include "check_mt.h"
+
+#include "../src/internal.h"
+
+#include <stdio.h>
+
+#define SEED 20261201u
+
+/* A node: [left, right, id, mirror], mirror = ~id (as an integer), so a
+   node whose contents were lost or reused shows. */
+static mgc_value make_tree(int depth, long *next_id) {
+  MGC_PARAM0;
+  MGC_LOCAL3(node, left, right);
+  if (depth > 0) {
+    left = make_tree(depth - 1, next_id);
+    right = make_tree(depth - 1, next_id);
+  }
+  long id = (*next_id)++;
+  node = mgc_alloc_small(4, 0);
+  MGC_FIELD(node, 0) = left;
+  MGC_FIELD(node, 1) = right;
+  MGC_FIELD(node, 2) = MGC_VAL_INT(id);
+  MGC_FIELD(node, 3) = MGC_VAL_INT(~id);
+  MGC_RETURN(node);
+}
+
+/* Counts the nodes whose contents are right; *nodes counts all. */
+static long check_tree(mgc_value t, long *nodes) {
+  if (!MGC_IS_BLOCK(t))
+    return 0;
+  long good = 0;
+  (*nodes)++;
+  if (MGC_WOSIZE_VAL(t) == 4 && MGC_TAG_VAL(t) == 0 &&
+      MGC_IS_INT(MGC_FIELD(t, 2)) && MGC_IS_INT(MGC_FIELD(t, 3)) &&
+      MGC_INT_VAL(MGC_FIELD(t, 3)) == ~MGC_INT_VAL(MGC_FIELD(t, 2)))
+    good = 1;
+  return good + check_tree(MGC_FIELD(t, 0), nodes) +
+         check_tree(MGC_FIELD(t, 1), nodes);
+}
+
+static uint64_t cycles(void) {
+  mgc_stats s;
+  mgc_get_stats(&s);
+  return s.major_collections;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Part 1                                                                   */
+/* ------------------------------------------------------------------------ */
+
+static atomic_int stop1;
+static atomic_long taken1;
+
+static mgc_value slicer(mgc_value arg) {
+  (void)arg;
+  while (!atomic_load(&stop1))
+    mgc_major_slice(64);
+  atomic_store(&taken1, (long)((struct mgc_dom *)mgc_self())->mark_taken);
+  return MGC_UNIT;
+}
+
+static void part1(int depth) {
+  MGC_PARAM0;
+  MGC_LOCAL1(tree);
+  long ids = 0;
+  tree = make_tree(depth, &ids);
+  mgc_full_major(); /* the tree is old; the next cycle has begun */
+  atomic_store(&stop1, 0);
+  mgc_domain *h = mgc_domain_spawn(slicer, MGC_UNIT);
+  CHECK(h != NULL, "spawn: %s", mgc_strerror(mgc_last_error()));
+  if (!h) {
+    MGC_DROP;
+    return;
+  }
+  struct mgc_dom *self = (struct mgc_dom *)mgc_self();
+  size_t given0 = self->mark_given;
+  /* Small slices: the tree's marking spans many of them, and the other
+     domain's slices come in between. */
+  uint64_t c0 = cycles();
+  while (cycles() < c0 + 4)
+    mgc_major_slice(64);
+  size_t given = self->mark_given - given0;
+  atomic_store(&stop1, 1);
+  mgc_domain_join(h);
+  long taken = atomic_load(&taken1);
+  CHECK(given > 0, "domain 0 gave mark entries to the pool (%zu)", given);
+  CHECK(taken > 0, "the other domain took mark entries (%ld)", taken);
+  long nodes = 0, good = check_tree(tree, &nodes);
+  CHECK(nodes == ids && good == ids, "tree intact: %ld of %ld nodes, %ld good",
+        nodes, ids, good);
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  printf("part 1: %ld nodes, %zu entries given, %ld taken\n", ids, given,
+         taken);
+  MGC_DROP;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Part 2                                                                   */
+/* ------------------------------------------------------------------------ */
+
+#define MUTATORS 3
+static mgc_value g_tree = MGC_UNIT; /* generational global root */
+static atomic_int stop2;
+static atomic_long mutator_taken;
+
+/* Walks a random path down the subtree of mutator k (the root's
+   grandchild k: only k writes into it, so swaps never race) and swaps the
+   two children of the node reached (old blocks written: the barrier
+   darkens both). */
+static void swap_somewhere(struct mt_rng *rng, int k, int depth) {
+  mgc_value n = MGC_FIELD(MGC_FIELD(g_tree, k >> 1), k & 1);
+  int steps = (int)mt_below(rng, (uint64_t)depth - 2);
+  for (int i = 0; i < steps && MGC_IS_BLOCK(MGC_FIELD(n, 0)); i++)
+    n = MGC_FIELD(n, mt_below(rng, 2));
+  MGC_PARAM1(n);
+  MGC_LOCAL1(l);
+  l = MGC_FIELD(n, 0);
+  mgc_modify(&MGC_FIELD(n, 0), MGC_FIELD(n, 1));
+  mgc_modify(&MGC_FIELD(n, 1), l);
+  MGC_DROP;
+}
+
+static mgc_value mutator(mgc_value arg) {
+  struct mt_rng rng;
+  mt_rng_seed(&rng, SEED, (uint64_t)MGC_INT_VAL(arg));
+  int depth = (int)MGC_INT_VAL(arg) >> 8, k = (int)(MGC_INT_VAL(arg) & 3);
+  MGC_PARAM0;
+  MGC_LOCAL1(junk);
+  while (!atomic_load(&stop2)) {
+    swap_somewhere(&rng, k, depth);
+    for (int i = 0; i < 64; i++) {
+      mgc_value b = mgc_alloc_small(3, 0);
+      MGC_FIELD(b, 0) = junk;
+      MGC_FIELD(b, 1) = MGC_VAL_INT(i);
+      MGC_FIELD(b, 2) = MGC_VAL_INT(0);
+      junk = (i & 15) ? b : MGC_UNIT;
+    }
+  }
+  atomic_fetch_add(&mutator_taken,
+                   (long)((struct mgc_dom *)mgc_self())->mark_taken);
+  MGC_DROP;
+  return MGC_UNIT;
+}
+
+static void part2(int depth, int rounds) {
+  long ids = 0;
+  mgc_register_generational_global_root(&g_tree);
+  mgc_modify_generational_global_root(&g_tree, make_tree(depth, &ids));
+  atomic_store(&stop2, 0);
+  mgc_domain *h[MUTATORS];
+  int spawned = 0;
+  for (int i = 0; i < MUTATORS; i++) {
+    h[i] = mgc_domain_spawn(mutator, MGC_VAL_INT(depth << 8 | i));
+    CHECK(h[i] != NULL, "spawn: %s", mgc_strerror(mgc_last_error()));
+    spawned += h[i] != NULL;
+  }
+  for (int r = 0; r < rounds; r++) {
+    mgc_major_collection();
+    for (int i = 0; i < 200; i++)
+      mgc_poll();
+  }
+  atomic_store(&stop2, 1);
+  for (int i = 0; i < MUTATORS; i++)
+    if (h[i])
+      mgc_domain_join(h[i]);
+  long nodes = 0, good = check_tree(g_tree, &nodes);
+  CHECK(nodes == ids && good == ids, "tree intact: %ld of %ld nodes, %ld good",
+        nodes, ids, good);
+  mgc_full_major();
+  nodes = 0;
+  good = check_tree(g_tree, &nodes);
+  CHECK(nodes == ids && good == ids,
+        "tree intact after a full major: %ld of %ld, %ld good", nodes, ids,
+        good);
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  printf("part 2: %d mutators, %d forced cycles, %ld entries taken by them\n",
+         spawned, rounds, atomic_load(&mutator_taken));
+  mgc_remove_generational_global_root(&g_tree);
+}
+
+int main(void) {
+  mt_watchdog(300);
+  CHECK(mgc_init(NULL) == MGC_OK, "init");
+  int depth = test_scale(1 << 16) >= (1 << 16) ? 16 : 12;
+  part1(depth);
+  part2(depth - 2, (int)test_scale(40) + 2);
+  mgc_shutdown();
+  return check_done();
+}
