@@ -452,7 +452,13 @@ static bool share_pool_has_work(void) {
   return LOAD_RELAXED(&share_packets) != 0;
 }
 
-/* Moves the oldest half of d's stack (at most a packet) into the pool. */
+/* Moves the oldest half of d's stack (at most a packet) into the pool.
+   The hole left at the bottom is closed by moving the rest down, or, on a
+   long stack, by moving the top n entries into it (the order of a stack's
+   entries only matters for locality), so a donation costs O(n) however
+   long the stack. */
+#define SHARE_SHIFT_MAX 1024
+
 static void share_give(struct mgc_dom *d) {
   struct mark_stack *ms = &d->mark;
   size_t n = ms->count / 2;
@@ -461,7 +467,11 @@ static void share_give(struct mgc_dom *d) {
   struct mark_packet *pk = mgc_xmalloc(sizeof *pk, "mark packet");
   pk->count = n;
   memcpy(pk->entries, ms->stack, n * sizeof *ms->stack);
-  memmove(ms->stack, ms->stack + n, (ms->count - n) * sizeof *ms->stack);
+  size_t rest = ms->count - n; /* >= n */
+  if (rest <= SHARE_SHIFT_MAX)
+    memmove(ms->stack, ms->stack + n, rest * sizeof *ms->stack);
+  else
+    memcpy(ms->stack, ms->stack + ms->count - n, n * sizeof *ms->stack);
   ms->count -= n;
   d->mark_given += n;
   pthread_mutex_lock(&share_lock);

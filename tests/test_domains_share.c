@@ -16,6 +16,11 @@
  * the pool at a cycle end would have been swept, which the contents check
  * (and the verifier, after every collection in torture mode) finds.
  *
+ * Part 3 is part 1 on a wide structure (an array of blocks of 256
+ * leaves): the donor's stack holds over a thousand ranges, and a donation
+ * closes the hole it leaves at the bottom with the top entries instead of
+ * shifting the whole stack; every leaf is checked afterwards.
+ *
  * Part 2: three domains mutate the shared tree, each in its own subtree
  * (write barrier darkening into stacks that are being shared), and
  * allocate garbage, with automatic slices only, while domain 0 keeps
@@ -86,38 +91,103 @@ static mgc_value slicer(mgc_value arg) {
   return MGC_UNIT;
 }
 
+/* Runs small explicit slices on this domain and on a second one until
+   four cycles have ended; returns the entries this domain gave to the
+   pool and those the second one took. */
+static bool slices_on_two_domains(size_t *given, long *taken) {
+  atomic_store(&stop1, 0);
+  mgc_domain *h = mgc_domain_spawn(slicer, MGC_UNIT);
+  CHECK(h != NULL, "spawn: %s", mgc_strerror(mgc_last_error()));
+  if (!h)
+    return false;
+  struct mgc_dom *self = (struct mgc_dom *)mgc_self();
+  size_t given0 = self->mark_given;
+  /* Small slices: the structure's marking spans many of them, and the
+     other domain's slices come in between. */
+  uint64_t c0 = cycles();
+  while (cycles() < c0 + 4)
+    mgc_major_slice(64);
+  *given = self->mark_given - given0;
+  atomic_store(&stop1, 1);
+  mgc_domain_join(h);
+  *taken = atomic_load(&taken1);
+  return true;
+}
+
 static void part1(int depth) {
   MGC_PARAM0;
   MGC_LOCAL1(tree);
   long ids = 0;
   tree = make_tree(depth, &ids);
   mgc_full_major(); /* the tree is old; the next cycle has begun */
-  atomic_store(&stop1, 0);
-  mgc_domain *h = mgc_domain_spawn(slicer, MGC_UNIT);
-  CHECK(h != NULL, "spawn: %s", mgc_strerror(mgc_last_error()));
-  if (!h) {
-    MGC_DROP;
-    return;
+  size_t given;
+  long taken;
+  if (slices_on_two_domains(&given, &taken)) {
+    CHECK(given > 0, "domain 0 gave mark entries to the pool (%zu)", given);
+    CHECK(taken > 0, "the other domain took mark entries (%ld)", taken);
+    long nodes = 0, good = check_tree(tree, &nodes);
+    CHECK(nodes == ids && good == ids,
+          "tree intact: %ld of %ld nodes, %ld good", nodes, ids, good);
+    CHECK(mgc_verify_heap() == 0, "heap verifies");
+    printf("part 1: %ld nodes, %zu entries given, %ld taken\n", ids, given,
+           taken);
   }
-  struct mgc_dom *self = (struct mgc_dom *)mgc_self();
-  size_t given0 = self->mark_given;
-  /* Small slices: the tree's marking spans many of them, and the other
-     domain's slices come in between. */
-  uint64_t c0 = cycles();
-  while (cycles() < c0 + 4)
-    mgc_major_slice(64);
-  size_t given = self->mark_given - given0;
-  atomic_store(&stop1, 1);
-  mgc_domain_join(h);
-  long taken = atomic_load(&taken1);
-  CHECK(given > 0, "domain 0 gave mark entries to the pool (%zu)", given);
-  CHECK(taken > 0, "the other domain took mark entries (%ld)", taken);
-  long nodes = 0, good = check_tree(tree, &nodes);
-  CHECK(nodes == ids && good == ids, "tree intact: %ld of %ld nodes, %ld good",
-        nodes, ids, good);
-  CHECK(mgc_verify_heap() == 0, "heap verifies");
-  printf("part 1: %ld nodes, %zu entries given, %ld taken\n", ids, given,
-         taken);
+  MGC_DROP;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Part 3                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A wide structure: an array of W <= 1024 blocks of 256 fields, each a
+   leaf [id, ~id, box] whose box [id] only that leaf holds (so that the
+   leaf is pushed, and a leaf's range lost would leave its box unmarked).
+   Marking the array pushes W ranges, then the first of them pushes 256 more:
+   with W = 1024 the donor's stack holds over 1152 entries, and a donation
+   closes its hole with the top entries instead of shifting the whole stack. */
+#define WIDE_FAN 256
+
+static void part3(long w) {
+  MGC_PARAM0;
+  MGC_LOCAL4(arr, mid, leaf, box);
+  arr = mgc_alloc((size_t)w, 0);
+  for (long i = 0; i < w; i++) {
+    mid = mgc_alloc_small(WIDE_FAN, 0);
+    for (int j = 0; j < WIDE_FAN; j++)
+      MGC_FIELD(mid, j) = MGC_UNIT;
+    for (int j = 0; j < WIDE_FAN; j++) {
+      long id = i * WIDE_FAN + j;
+      box = mgc_alloc_small(1, 0);
+      MGC_FIELD(box, 0) = MGC_VAL_INT(id);
+      leaf = mgc_alloc_small(3, 0);
+      MGC_FIELD(leaf, 0) = MGC_VAL_INT(id);
+      MGC_FIELD(leaf, 1) = MGC_VAL_INT(~id);
+      MGC_FIELD(leaf, 2) = box;
+      mgc_modify(&MGC_FIELD(mid, j), leaf);
+    }
+    mgc_modify(&MGC_FIELD(arr, i), mid);
+  }
+  mgc_full_major();
+  size_t given;
+  long taken;
+  if (slices_on_two_domains(&given, &taken)) {
+    long good = 0;
+    for (long i = 0; i < w; i++)
+      for (int j = 0; j < WIDE_FAN; j++) {
+        mgc_value l = MGC_FIELD(MGC_FIELD(arr, i), j);
+        long id = i * WIDE_FAN + j;
+        good += MGC_INT_VAL(MGC_FIELD(l, 0)) == id &&
+                MGC_INT_VAL(MGC_FIELD(l, 1)) == ~id &&
+                MGC_INT_VAL(MGC_FIELD(MGC_FIELD(l, 2), 0)) == id;
+      }
+    CHECK(given > 0, "domain 0 gave entries of the wide structure (%zu)",
+          given);
+    CHECK(good == w * WIDE_FAN, "wide structure intact: %ld of %ld leaves",
+          good, w * WIDE_FAN);
+    CHECK(mgc_verify_heap() == 0, "heap verifies");
+    printf("part 3: %ld leaves, %zu entries given, %ld taken\n", w * WIDE_FAN,
+           given, taken);
+  }
   MGC_DROP;
 }
 
@@ -211,6 +281,7 @@ int main(void) {
   int depth = test_scale(1 << 16) >= (1 << 16) ? 16 : 12;
   part1(depth);
   part2(depth - 2, (int)test_scale(40) + 2);
+  part3(test_scale(8192) < 1024 ? test_scale(8192) : 1024);
   mgc_shutdown();
   return check_done();
 }
