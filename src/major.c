@@ -541,10 +541,12 @@ static intptr_t mark_loop(struct mgc_dom *d, intptr_t budget) {
   intptr_t work = 0;
   mgc_value ring[MARK_RING];
   unsigned head = 0, tail = 0;
+  /* A look at the hungry flag per call, that is per slice chunk (at most
+     SLICE_CHUNK words of work), not per range: nothing in the loop. */
+  if (MGC_UNLIKELY(LOAD_RELAXED(&share_hungry)) && ms->count >= SHARE_MIN)
+    share_give(d);
   while (work < budget) {
     if (ms->count > 0 || mark_stack_refill(ms)) {
-      if (MGC_UNLIKELY(LOAD_RELAXED(&share_hungry)) && ms->count >= SHARE_MIN)
-        share_give(d);
       struct mark_entry e = ms->stack[--ms->count];
       if (e.end - e.start > MARK_CHUNK) {
         mark_stack_push(ms, e.start + MARK_CHUNK, e.end);
@@ -588,9 +590,12 @@ static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
   mgc_grey_drain(d);
   if (d->marking_done)
     return work;
-  work += mark_loop(d, budget);
-  while (mark_stack_empty(&d->mark) && work < budget && share_take(d))
-    work += mark_loop(d, budget - work);
+  /* One call site, so that the loop is inlined here. */
+  for (intptr_t loop_budget = budget;; loop_budget = budget - work) {
+    work += mark_loop(d, loop_budget);
+    if (!mark_stack_empty(&d->mark) || work >= budget || !share_take(d))
+      break;
+  }
   /* Empty, and the pool was found empty since the last donation (the take
      that failed, or this domain's own take of it): invariant 43. */
   if (mark_stack_empty(&d->mark) && (work < budget || !share_take(d))) {
