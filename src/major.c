@@ -6,10 +6,11 @@
  * UNMARKED, UNMARKED becomes GARBAGE, GARBAGE becomes MARKED; no header is
  * touched) and every domain darkens its roots.  During the cycle each domain
  * sweeps its own pools and marks from its own mark stack in slices, while
- * mutators run; the write barrier darkens every overwritten major value
- * (invariant 12), new blocks are born MARKED (invariant 19), so every block
- * reachable at the snapshot or allocated since is MARKED once every mark
- * stack and barrier buffer is empty.
+ * mutators run (a domain out of marking takes entries another domain
+ * shares, invariant 43); the write barrier darkens every overwritten major
+ * value (invariant 12), new blocks are born MARKED (invariant 19), so every
+ * block reachable at the snapshot or allocated since is MARKED once every
+ * mark stack, the shared pool and every barrier buffer are empty.
  *
  * The end of marking is detected concurrently, with OCaml 5.2's phases and
  * countdowns (mgc_rt.counts, invariants 31-35):
