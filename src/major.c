@@ -839,6 +839,8 @@ out:
   if (atomic_compare_exchange_strong(&mgc_rt.counts.global_roots_started,
                                      &unstarted, 1))
     mgc_scan_global_roots(darken_action, d, false);
+  /* No look at the shared pool (invariant 43): it is empty, since the last
+     cycle's marking is over and nobody has marked in this one yet. */
   if (mark_stack_empty(&d->mark)) {
     d->marking_done = true;
     mgc_count_down(&mgc_rt.counts.to_mark);
