@@ -453,6 +453,12 @@ static bool share_pool_has_work(void) {
   return LOAD_RELAXED(&share_packets) != 0;
 }
 
+/* Raises the flag (written only when it changes: the line is shared). */
+static void share_say_hungry(void) {
+  if (!LOAD_RELAXED(&share_hungry))
+    STORE_RELAXED(&share_hungry, true);
+}
+
 /* Moves the oldest half of d's stack (at most a packet) into the pool.
    The hole left at the bottom is closed by moving the rest down, or, on a
    long stack, by moving the top n entries into it (the order of a stack's
@@ -472,7 +478,7 @@ static void share_give(struct mgc_dom *d) {
   if (rest <= SHARE_SHIFT_MAX)
     memmove(ms->stack, ms->stack + n, rest * sizeof *ms->stack);
   else
-    memcpy(ms->stack, ms->stack + ms->count - n, n * sizeof *ms->stack);
+    memcpy(ms->stack, ms->stack + rest, n * sizeof *ms->stack);
   ms->count -= n;
   d->mark_given += n;
   pthread_mutex_lock(&share_lock);
@@ -500,8 +506,8 @@ static bool share_take(struct mgc_dom *d) {
     pthread_mutex_unlock(&share_lock);
   }
   if (!pk) {
-    if (!mgc_single_domain() && !LOAD_RELAXED(&share_hungry))
-      STORE_RELAXED(&share_hungry, true);
+    if (!mgc_single_domain())
+      share_say_hungry();
     return false;
   }
   for (size_t i = 0; i < pk->count; i++)
@@ -591,15 +597,15 @@ static intptr_t mark(struct mgc_dom *d, intptr_t budget) {
   mgc_grey_drain(d);
   if (d->marking_done)
     return work;
-  /* One call site, so that the loop is inlined here. */
+  /* One call site, so that the loop is inlined here.  A stack left empty
+     takes a packet; one still empty after that found the pool empty since
+     this domain's last donation: invariant 43. */
   for (intptr_t loop_budget = budget;; loop_budget = budget - work) {
     work += mark_loop(d, loop_budget);
-    if (!mark_stack_empty(&d->mark) || work >= budget || !share_take(d))
+    if (!mark_stack_empty(&d->mark) || !share_take(d) || work >= budget)
       break;
   }
-  /* Empty, and the pool was found empty since the last donation (the take
-     that failed, or this domain's own take of it): invariant 43. */
-  if (mark_stack_empty(&d->mark) && (work < budget || !share_take(d))) {
+  if (mark_stack_empty(&d->mark)) {
     d->marking_done = true;
     mgc_count_down(&mgc_rt.counts.to_mark);
     mgc_ephe_marking_drained();
@@ -942,8 +948,8 @@ static void share_join(struct mgc_dom *d) {
     return;
   if (share_pool_has_work())
     reopen_marking(d);
-  else if (!LOAD_RELAXED(&share_hungry) && LOAD_RELAXED(&mgc_rt.counts.to_mark))
-    STORE_RELAXED(&share_hungry, true);
+  else if (LOAD_RELAXED(&mgc_rt.counts.to_mark))
+    share_say_hungry();
 }
 
 /* The slice order of DESIGN §6.10: sweep, mark, this phase's finaliser

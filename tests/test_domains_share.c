@@ -16,17 +16,18 @@
  * the pool at a cycle end would have been swept, which the contents check
  * (and the verifier, after every collection in torture mode) finds.
  *
+ * Part 2: three domains mutate the shared tree, each in its own subtree
+ * (write barrier darkening into stacks that are being shared), and
+ * allocate garbage, with automatic slices only, while domain 0 keeps
+ * forcing major cycles; then every node's contents are checked again.
+ *
  * Part 3 is part 1 on a wide structure (an array of blocks of 256
  * leaves): the donor's stack holds over a thousand ranges, and a donation
  * closes the hole it leaves at the bottom with the top entries instead of
  * shifting the whole stack; every leaf is checked afterwards.
  *
- * Part 2: three domains mutate the shared tree, each in its own subtree
- * (write barrier darkening into stacks that are being shared), and
- * allocate garbage, with automatic slices only, while domain 0 keeps
- * forcing major cycles; then every node's contents are checked again.  Run
- * under ThreadSanitizer by `make test` (test-tsan): the packets move between
- * domains under a lock.
+ * Run under ThreadSanitizer by `make test` (test-tsan): the packets move
+ * between domains under a lock.
  */
 #define _POSIX_C_SOURCE 200809L
 
