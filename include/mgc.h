@@ -178,7 +178,7 @@ typedef struct mgc_params {
                                    microseconds: a domain whose minor
                                    collection took longer uses less of its
                                    minor heap until they are short again;
-                                   default 800; 0 = always all of it */
+                                   default 600; 0 = always all of it */
 } mgc_params;
 
 /* Verbose mask bits (v=). */

@@ -617,6 +617,11 @@ struct mgc_dom {
   word young_floor;
   word young_trigger; /* midpoint of [floor, end) or floor (invariant 7) */
   size_t minor_heap_words;
+  /* The pause model of size_minor_heap: decaying sums of own pause ns
+     and promoted words, the decaying peak of promoted / used words, and
+     the last own pause (ns). */
+  double pause_ns_sum, promoted_sum, survival_peak;
+  uint64_t last_pause_ns;
   uint64_t arena_generation; /* of the reservation it was committed in */
   bool requested_minor;
   bool requested_major_slice;

@@ -79,6 +79,8 @@ int mgc_minor_heap_commit(struct mgc_dom *d, size_t words) {
   d->fast.young_ptr = d->young_end;
   d->young_floor = d->young_start;
   d->young_trigger = d->young_start + bytes / 2;
+  /* A new heap: the pause model starts over (size_minor_heap). */
+  d->pause_ns_sum = d->promoted_sum = d->survival_peak = 0;
   return 0;
 }
 
@@ -609,30 +611,81 @@ static void minor_setup(void *data) {
 
 /* The pause-aware minor heap (DESIGN §5.8).  A minor collection costs
    about what it promotes, and what it promotes grows with the part of the
-   minor heap the cycle used, so that part is what bounds the pause: after
-   a collection that took longer than the goal the domain uses a part
-   scaled down by goal / pause (with a margin), after one that took less
-   than half of it, half as much again, up to the whole heap.  The part
-   never goes below MIN_USED_WORDS (a 256-word block and a few more always
-   fit, invariant 6).  Runs at the end of the domain's collection, before
-   its limit is reset: nothing is allocated in the heap now. */
-#define MIN_USED_WORDS 8192
+   minor heap the cycle used, so that part is what bounds the pause:
+   - after a collection that took longer than the goal, the domain uses a
+     part scaled down by goal / pause, with a margin of 7/8;
+   - after one that took less than half of it, half as much again, up to
+     the whole heap, but no further than the part whose pause at the
+     recent peak survival would be 7/8 of the goal (the model, below), so
+     that a stretch of collections where nothing survives does not grow
+     the heap that the next burst of survival (a tree being built) then
+     meets whole: the growth stops where that burst's pause would stay
+     under the goal.  A part already above that is kept, not shrunk: the
+     pause measured at this size is better evidence than the model's.
+   The pause that counts is the domain's own work, up to its arrival at
+   the promotion barrier: waiting there for a domain with more to promote
+   would not end sooner if this one used less.  The part never goes below
+   MIN_USED_WORDS (a 256-word block and a few more always fit, invariant
+   6) nor above the whole heap.
 
-static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns) {
+   The model: pause ~ rate x survival x used, with
+   - rate the ratio of decaying sums (weight 7/8 per collection) of own
+     pauses and promoted words, over the collections that promoted at
+     least RATE_MIN_WORDS (so the fixed part of a pause, roots and tables,
+     does not count on its own, and one slow pause moves it by an eighth);
+   - survival the peak of promoted / used over the recent collections,
+     each older one counting 5 % less per collection.  It comes from the
+     words promoted, not from timing.
+   It only limits growth: where the young data that survive are a fixed
+   set (a pool of threads' states), promoted / used rises as the part
+   shrinks, and a model that shrank the part on its own would spiral down
+   to promoting everything. */
+#define MIN_USED_WORDS 8192
+#define RATE_KEEP 0.875
+#define SURVIVAL_KEEP 0.95
+#define RATE_MIN_WORDS 4096
+
+/* The largest part the model allows under the goal (goal in ns). */
+static word model_part_words(struct mgc_dom *d, double goal, word full) {
+  if (d->promoted_sum == 0)
+    return full; /* nothing measured yet */
+  double cost = d->pause_ns_sum / d->promoted_sum * d->survival_peak;
+  double want = goal * 0.875;
+  return cost * (double)full <= want ? full : (word)(want / cost);
+}
+
+/* Runs at the end of the domain's collection, before its limit is reset:
+   nothing is allocated in the heap now.  pause_ns: the domain's own. */
+static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
+                            size_t promoted) {
   word full = (d->young_end - d->young_start) / WORD;
   word used = (d->young_end - d->young_floor) / WORD;
-  uint64_t goal = (uint64_t)mgc_rt.params.minor_pause_goal_us * 1000;
   word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
+  uint64_t goal = (uint64_t)mgc_rt.params.minor_pause_goal_us * 1000;
+  if (promoted >= RATE_MIN_WORDS) {
+    d->pause_ns_sum = d->pause_ns_sum * RATE_KEEP + (double)pause_ns;
+    d->promoted_sum = d->promoted_sum * RATE_KEEP + (double)promoted;
+  }
+  /* Above 1 when this domain promoted other domains' young blocks, which
+     using less of its own heap would not shorten: capped. */
+  double survival = used ? (double)promoted / (double)used : 0;
+  if (survival > 1.0)
+    survival = 1.0;
+  d->survival_peak *= SURVIVAL_KEEP;
+  if (survival > d->survival_peak)
+    d->survival_peak = survival;
+  d->last_pause_ns = pause_ns;
   if (goal == 0) {
     used = full;
   } else if (pause_ns > goal) {
-    /* 7/8 of the proportional size: a margin under the goal. */
     double scaled = (double)used * (double)goal / (double)pause_ns * 0.875;
     used = scaled < (double)min ? min : (word)scaled;
   } else if (pause_ns < goal / 2) {
-    used += used / 2;
-    if (used > full)
-      used = full;
+    word grown = used + used / 2 > full ? full : used + used / 2;
+    word cap = model_part_words(d, (double)goal, full);
+    if (grown > cap)
+      grown = cap > used ? cap : used;
+    used = grown;
   }
   d->young_floor = d->young_end - used * WORD;
   d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
@@ -680,6 +733,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
      (invariant 23, ocaml #11995).  While waiting, opportunistic major
      work: promoters of other domains only write copies (born MARKED, never
      scanned by our marking) and remembered slots (atomically). */
+  uint64_t t_own = mgc_now_ns();
   mgc_stw_barrier_working(n, d);
 #if MGC_DEBUG >= 2
   /* Every remembered slot now holds an immediate or a major block; checked
@@ -715,7 +769,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  size_minor_heap(d, t1 - t0);
+  size_minor_heap(d, t_own - t0, c.promoted_words);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)

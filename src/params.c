@@ -61,7 +61,7 @@ void mgc_params_default(mgc_params *p) {
   p->custom_minor_max_size = 70000;
   p->fiber_max_words = (size_t)128 << 20;
   p->event_ring_size = 8192;
-  p->minor_pause_goal_us = 800;
+  p->minor_pause_goal_us = 600;
 }
 
 /* Parses a number with an optional k/M/G suffix; the whole text must be

@@ -42,7 +42,7 @@ static void test_defaults(void) {
   CHECK(p.custom_minor_ratio == 100, "m default %u", p.custom_minor_ratio);
   CHECK(p.custom_minor_max_size == 70000, "n default %zu",
         p.custom_minor_max_size);
-  CHECK(p.minor_pause_goal_us == 800, "P default %u", p.minor_pause_goal_us);
+  CHECK(p.minor_pause_goal_us == 600, "P default %u", p.minor_pause_goal_us);
 }
 
 static void test_parse_good(void) {
