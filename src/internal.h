@@ -318,7 +318,8 @@ extern struct mgc_colours mgc_colours;
 /* A block just marked (hd: its header) stamps its pool, unless it is a
    large block (no pool: it is not in a POOL_BYTES-aligned pool). */
 static inline void mgc_pool_stamp(mgc_value v, word hd) {
-  if (WHSIZE(MGC_WOSIZE_HD(hd)) > MAX_POOL_WHSIZE)
+  /* WHSIZE(wosize) > MAX_POOL_WHSIZE, with one operation less. */
+  if (MGC_WOSIZE_HD(hd) >= MAX_POOL_WHSIZE)
     return;
   struct pool *p = mgc_pool_of((word)v);
   uint64_t now = mgc_colours.cycle;

@@ -231,8 +231,13 @@ void mgc_mark_stack_trim(struct mark_stack *ms) {
    Returns false when another domain marked it first. */
 static inline bool set_marked(mgc_value v, word hd) {
   unsigned tag = MGC_TAG_HD(hd);
-  word unmarked = mgc_colours.unmarked, marked = mgc_colours.marked;
-  if (MGC_UNLIKELY(tag == MGC_TAG_LAZY || tag == MGC_TAG_FORCING)) {
+  word marked = mgc_colours.marked;
+  /* tag is LAZY or FORCING (CONT, between them, never comes here). */
+  _Static_assert((MGC_TAG_FORCING | 2) == MGC_TAG_LAZY &&
+                     MGC_TAG_FORCING + 1 == MGC_TAG_CONT,
+                 "lazy tags");
+  if (MGC_UNLIKELY((tag | 2) == MGC_TAG_LAZY)) {
+    word unmarked = mgc_colours.unmarked;
     while (!atomic_compare_exchange_weak_explicit(
         HDR_PTR(v), &hd, WITH_COLOUR(hd, marked), memory_order_relaxed,
         memory_order_relaxed)) {
@@ -320,8 +325,8 @@ mark_block_with(struct mgc_dom *d, mgc_value v, word unmarked,
 }
 
 /* Inside the mark loop, marking is not over. */
-static inline intptr_t mark_block(struct mgc_dom *d, mgc_value v,
-                                  word unmarked) {
+static inline __attribute__((always_inline)) intptr_t
+mark_block(struct mgc_dom *d, mgc_value v, word unmarked) {
   return mark_block_with(d, v, unmarked, false);
 }
 
