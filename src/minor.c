@@ -614,14 +614,20 @@ static void minor_setup(void *data) {
    minor heap the cycle used, so that part is what bounds the pause:
    - after a collection that took longer than the goal, the domain uses a
      part scaled down by goal / pause, with a margin of 7/8;
-   - after one that took less than half of it, half as much again, up to
-     the whole heap, but no further than the part whose pause at the
-     recent peak survival would be 7/8 of the goal (the model, below), so
-     that a stretch of collections where nothing survives does not grow
-     the heap that the next burst of survival (a tree being built) then
-     meets whole: the growth stops where that burst's pause would stay
-     under the goal.  A part already above that is kept, not shrunk: the
-     pause measured at this size is better evidence than the model's.
+   - after one that took less than 7/8 of it, half as much again, or
+     less: by the words that the pause's room under 7/8 of the goal would
+     promote at the measured rate if they all survived, so that a part
+     whose pause sits under the goal keeps growing back (where the young
+     survivors are a fixed set, a part shrunk by a slow collection promotes
+     as much as before, and with a rule that grew only under half the goal
+     it never grew back);
+   - either way, up to the whole heap, but no further than the part whose
+     pause at the recent peak survival would be 7/8 of the goal (the
+     model, below), so that a stretch of collections where nothing
+     survives does not grow the heap that the next burst of survival (a
+     tree being built) then meets whole.  A part already above that is
+     kept, not shrunk: the pause measured at this size is better evidence
+     than the model's.
    The pause that counts is the domain's own work, up to its arrival at
    the promotion barrier: waiting there for a domain with more to promote
    would not end sooner if this one used less.  The part never goes below
@@ -680,8 +686,15 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
   } else if (pause_ns > goal) {
     double scaled = (double)used * (double)goal / (double)pause_ns * 0.875;
     used = scaled < (double)min ? min : (word)scaled;
-  } else if (pause_ns < goal / 2) {
-    word grown = used + used / 2 > full ? full : used + used / 2;
+  } else if ((double)pause_ns < (double)goal * 0.875) {
+    /* Grow by half, or by the words that the room left under 7/8 of the
+       goal would promote at the measured rate if all of them survived. */
+    double room = (double)goal * 0.875 - (double)pause_ns;
+    word step = used / 2;
+    if (d->promoted_sum > 0 &&
+        room * d->promoted_sum / d->pause_ns_sum < (double)step)
+      step = (word)(room * d->promoted_sum / d->pause_ns_sum);
+    word grown = used + step > full ? full : used + step;
     word cap = model_part_words(d, (double)goal, full);
     if (grown > cap)
       grown = cap > used ? cap : used;
