@@ -1,6 +1,6 @@
 /* lists.h: young lists and garbage for the tests that check that values
- * survive collections (test_roots, test_final, test_embedder).  Include
- * after check.h.
+ * survive collections (test_roots, test_final, test_embedder,
+ * test_domains_pause).  Include after check.h.
  */
 #ifndef MGC_TEST_LISTS_H
 #define MGC_TEST_LISTS_H
@@ -8,7 +8,7 @@
 #include "mgc.h"
 
 /* A young list [n-1, ..., 0] of 2-field cells, built under a local root. */
-static mgc_value make_list(long n) {
+static inline mgc_value make_list(long n) {
   long i;
   MGC_PARAM0;
   MGC_LOCAL1(l);
@@ -22,7 +22,7 @@ static mgc_value make_list(long n) {
 }
 
 /* l is exactly what make_list(n) built. */
-static int list_ok(mgc_value l, long n) {
+static inline int list_ok(mgc_value l, long n) {
   long i = n - 1;
   for (; MGC_IS_BLOCK(l); l = MGC_FIELD(l, 1)) {
     if (MGC_WOSIZE_VAL(l) != 2 || MGC_FIELD(l, 0) != MGC_VAL_INT(i))
@@ -33,7 +33,7 @@ static int list_ok(mgc_value l, long n) {
 }
 
 /* About `words` words of young garbage (3-field blocks). */
-static void churn(long words) {
+static inline void churn(long words) {
   long i;
   for (i = 0; i < words / 4; i++) {
     mgc_value g = mgc_alloc_small(3, 1);

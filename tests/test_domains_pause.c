@@ -27,6 +27,7 @@
 #include "check_mt.h"
 
 #include "../src/internal.h"
+#include "lists.h"
 
 #include <stdio.h>
 
@@ -35,7 +36,7 @@
 
 static atomic_int phase; /* 0: building, 1: domain 1 collected */
 static atomic_int go;    /* domain 0 is back from the spawn */
-static atomic_long list_ok;
+static atomic_int list_good;
 
 static size_t part_words(struct mgc_dom *d) {
   return (d->young_end - d->young_floor) / sizeof(mgc_value);
@@ -74,21 +75,10 @@ static mgc_value builder(mgc_value arg) {
   MGC_PARAM0;
   MGC_LOCAL1(list);
   mgc_minor_collection(); /* an empty heap, the whole part in use */
-  long n = test_scale((long)(HEAP_WORDS * 3 / 4) / 4), sum = 0;
-  for (long i = 0; i < n; i++) {
-    mgc_value c = mgc_alloc_small(3, 0);
-    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
-    MGC_FIELD(c, 1) = list;
-    MGC_FIELD(c, 2) = MGC_UNIT;
-    list = c;
-  }
+  long n = test_scale((long)(HEAP_WORDS * 3 / 4) / 3);
+  list = make_list(n);
   mgc_minor_collection();
-  long count = 0;
-  for (mgc_value c = list; MGC_IS_BLOCK(c); c = MGC_FIELD(c, 1)) {
-    sum += MGC_INT_VAL(MGC_FIELD(c, 0));
-    count++;
-  }
-  atomic_store(&list_ok, count == n && sum == n * (n - 1) / 2);
+  atomic_store(&list_good, list_ok(list, n));
   MGC_DROP;
   log_domain(mgc_self(), 1);
   atomic_store(&phase, 1);
@@ -135,7 +125,7 @@ int main(void) {
           "domain 0 took part in domain 1's big collection "
           "(%d and %d logged)",
           logged[0], logged[1]);
-    CHECK(atomic_load(&list_ok), "domain 1's list survived intact");
+    CHECK(atomic_load(&list_good), "domain 1's list survived intact");
     mgc_params now;
     mgc_get_params(&now);
     /* Under torture every allocation collects: there is no big one. */
