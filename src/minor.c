@@ -650,14 +650,17 @@ static void minor_setup(void *data) {
 #define RATE_KEEP 0.875
 #define SURVIVAL_KEEP 0.95
 #define RATE_MIN_WORDS 4096
+#define MARGIN 0.875 /* pauses are aimed at this part of the goal */
 
-/* The largest part the model allows under the goal (goal in ns). */
-static word model_part_words(struct mgc_dom *d, double goal, word full) {
-  if (d->promoted_sum == 0)
-    return full; /* nothing measured yet */
-  double cost = d->pause_ns_sum / d->promoted_sum * d->survival_peak;
-  double want = goal * 0.875;
-  return cost * (double)full <= want ? full : (word)(want / cost);
+/* The measured ns per promoted word; 0 before anything is measured. */
+static double ns_per_word(const struct mgc_dom *d) {
+  return d->promoted_sum > 0 ? d->pause_ns_sum / d->promoted_sum : 0;
+}
+
+/* The largest part whose pause at the peak survival stays under aim (ns). */
+static word model_part_words(const struct mgc_dom *d, double aim, word full) {
+  double cost = ns_per_word(d) * d->survival_peak;
+  return cost * (double)full <= aim ? full : (word)(aim / cost);
 }
 
 /* Runs at the end of the domain's collection, before its limit is reset:
@@ -681,21 +684,22 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
   if (survival > d->survival_peak)
     d->survival_peak = survival;
   d->last_pause_ns = pause_ns;
+  double aim = (double)goal * MARGIN;
   if (goal == 0) {
     used = full;
   } else if (pause_ns > goal) {
-    double scaled = (double)used * (double)goal / (double)pause_ns * 0.875;
+    double scaled = (double)used * (double)goal / (double)pause_ns * MARGIN;
     used = scaled < (double)min ? min : (word)scaled;
-  } else if ((double)pause_ns < (double)goal * 0.875) {
-    /* Grow by half, or by the words that the room left under 7/8 of the
-       goal would promote at the measured rate if all of them survived. */
-    double room = (double)goal * 0.875 - (double)pause_ns;
+  } else if ((double)pause_ns < aim) {
+    /* Grow by half, or by the words that the room left under the aim
+       would promote at the measured rate if all of them survived. */
+    double room = aim - (double)pause_ns;
     word step = used / 2;
-    if (d->promoted_sum > 0 &&
+    if (ns_per_word(d) > 0 &&
         room * d->promoted_sum / d->pause_ns_sum < (double)step)
       step = (word)(room * d->promoted_sum / d->pause_ns_sum);
     word grown = used + step > full ? full : used + step;
-    word cap = model_part_words(d, (double)goal, full);
+    word cap = model_part_words(d, aim, full);
     if (grown > cap)
       grown = cap > used ? cap : used;
     used = grown;

@@ -684,6 +684,11 @@ static void test_geometry(void) {
   set_pause_goal(p.minor_pause_goal_us);
 }
 
+/* The part of the minor heap in use. */
+static size_t part_words(struct mgc_dom *d) {
+  return (d->young_end - d->young_floor) / sizeof(mgc_value);
+}
+
 /* The pause-aware minor heap: a collection that took longer than the goal
    leaves less of the heap in use (at least 8192 words), one well under it
    gives more back (by half again each time) until all is in use, and a
@@ -710,7 +715,7 @@ static void test_pause_sizing(void) {
       expect += i;
     }
     mgc_minor_collection();
-    size_t used = (d->young_end - d->young_floor) / sizeof(mgc_value);
+    size_t used = part_words(d);
     if (!torture_on()) {
       /* Under torture each collection promotes a block or two. */
       CHECK(used < full,
@@ -734,10 +739,10 @@ static void test_pause_sizing(void) {
         expect);
   /* Well under the goal: half again per collection, up to the whole. */
   set_pause_goal(10000000);
-  size_t prev = (d->young_end - d->young_floor) / sizeof(mgc_value);
+  size_t prev = part_words(d);
   for (i = 0; i < 40; i++) {
     mgc_minor_collection();
-    size_t used = (d->young_end - d->young_floor) / sizeof(mgc_value);
+    size_t used = part_words(d);
     size_t want = prev + prev / 2 < full ? prev + prev / 2 : full;
     if (used != want) {
       CHECK(used == want, "collection %ld: %zu words in use, expected %zu", i,
@@ -761,18 +766,12 @@ static void test_pause_sizing(void) {
   mgc_minor_collection();
   set_pause_goal(0);
   mgc_minor_collection();
-  CHECK((size_t)(d->young_end - d->young_floor) / sizeof(mgc_value) == full,
-        "a goal of 0 uses the whole heap");
+  CHECK(part_words(d) == full, "a goal of 0 uses the whole heap");
   CHECK(mgc_minor_free_words() == full || torture_on(),
         "and all of it is free after a collection (%zu)",
         mgc_minor_free_words());
   MGC_DROP;
   mgc_set_params(&orig);
-}
-
-/* The part of the minor heap in use. */
-static size_t part_words(struct mgc_dom *d) {
-  return (d->young_end - d->young_floor) / sizeof(mgc_value);
 }
 
 /* The largest part the model allows under a goal (us), as
