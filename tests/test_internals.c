@@ -90,8 +90,8 @@ static void test_after_minor(void) {
   mgc_minor_collection();
   CHECK(d->fast.young_ptr == d->young_end, "young_ptr = young_end");
   CHECK(d->young_trigger ==
-            d->young_start + (d->young_end - d->young_start) / 2,
-        "trigger at the midpoint");
+            d->young_floor + (d->young_end - d->young_floor) / 2,
+        "trigger at the midpoint of the part in use");
   CHECK(mgc_table_count(&d->major_ref) == 0 && mgc_table_count(&d->custom) == 0,
         "tables empty");
 #if MGC_DEBUG >= 2
