@@ -673,12 +673,15 @@ static word model_part_words(const struct mgc_dom *d, double aim, word full) {
 /* A new heap (a new domain, a resize): nothing is known of its survival
    yet, so the model assumes the worst, all of it surviving (the peak
    then decays as above); its rate is the last one a domain measured
-   (rate_hint), or PRIOR_NS_PER_WORD before any, counted as one collection
-   of RATE_MIN_WORDS words, which the first real ones outweigh.  The part
-   starts at the model's cap: a new heap's first collections can be its
-   slowest (they fault in fresh major pages and meet cold caches), and a
-   whole heap promoted then took 1.5 ms on the ephemerons benchmark, the
-   only one whose p99 was over the goal. */
+   (rate_hint_ps), or PRIOR_NS_PER_WORD before any, counted as one
+   collection of RATE_MIN_WORDS words, which the first real ones
+   outweigh.  The part starts at the model's cap: a new heap's first
+   collections can be its slowest (they fault in fresh major pages and
+   meet cold caches), and a whole heap met then was the ephemerons
+   benchmark's 1.3-1.5 ms p99, the only one over 1 ms.  Called where no
+   section can change the parameters meanwhile: at init, by a joining
+   domain under the joiner lock, by a running domain resizing its own
+   heap (a section would need it), or inside a section. */
 static void start_pause_model(struct mgc_dom *d) {
   word full = (d->young_end - d->young_start) / WORD;
   uint64_t hint = LOAD_RELAXED(&rate_hint_ps);
