@@ -639,9 +639,12 @@ static void minor_setup(void *data) {
      pauses and promoted words, over the collections that promoted at
      least RATE_MIN_WORDS (so the fixed part of a pause, roots and tables,
      does not count on its own, and one slow pause moves it by an eighth);
-   - survival the peak of promoted / used over the recent collections,
-     each older one counting 5 % less per collection.  It comes from the
-     words promoted, not from timing.
+   - survival the peak of promoted / allocated (the words allocated in
+     the heap since the last collection) over the recent collections,
+     each older one counting 5 % less per collection, over the
+     collections that found at least half the part used (one that
+     another domain made early, this one idle, does not count).  It comes
+     from the words promoted, not from timing.
    It only limits growth: where the young data that survive are a fixed
    set (a pool of threads' states), promoted / used rises as the part
    shrinks, and a model that shrank the part on its own would spiral down
@@ -700,9 +703,10 @@ static void start_pause_model(struct mgc_dom *d) {
 }
 
 /* Runs at the end of the domain's collection, before its limit is reset:
-   nothing is allocated in the heap now.  pause_ns: the domain's own. */
+   nothing is allocated in the heap now.  pause_ns: the domain's own;
+   allocated: the words it allocated in its heap since its last one. */
 static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
-                            size_t promoted) {
+                            size_t promoted, word allocated) {
   word full = (d->young_end - d->young_start) / WORD;
   word used = (d->young_end - d->young_floor) / WORD;
   word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
@@ -712,14 +716,22 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
     d->promoted_sum = d->promoted_sum * RATE_KEEP + (double)promoted;
     STORE_RELAXED(&rate_hint_ps, (uint64_t)(ns_per_word(d) * 1000));
   }
-  /* Above 1 when this domain promoted other domains' young blocks, which
-     using less of its own heap would not shorten: capped. */
-  double survival = used ? (double)promoted / (double)used : 0;
-  if (survival > 1.0)
-    survival = 1.0;
-  d->survival_peak *= SURVIVAL_KEEP;
-  if (survival > d->survival_peak)
-    d->survival_peak = survival;
+  /* Survival is measured on the words allocated since the last
+     collection, and only after a collection that found at least half the
+     part used: one that another domain (or a cycle end) made early, this
+     domain idle, says nothing of how much a whole part would promote, and
+     aging the peak then let an idle domain's part grow back to the whole
+     heap, which it met with its next tree (1.5 ms pauses at D=2). */
+  if (allocated > 0 && allocated >= used / 2) {
+    /* Above 1 when this domain promoted other domains' young blocks,
+       which using less of its own heap would not shorten: capped. */
+    double survival = (double)promoted / (double)allocated;
+    if (survival > 1.0)
+      survival = 1.0;
+    d->survival_peak *= SURVIVAL_KEEP;
+    if (survival > d->survival_peak)
+      d->survival_peak = survival;
+  }
   d->last_pause_ns = pause_ns;
   double aim = (double)goal * MARGIN;
   if (goal == 0) {
@@ -823,7 +835,8 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  size_minor_heap(d, t_own - t0, c.promoted_words);
+  size_minor_heap(d, t_own - t0, c.promoted_words,
+                  (d->young_end - used_from) / WORD);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
