@@ -802,6 +802,14 @@ static void set_part_words(struct mgc_dom *d, size_t words) {
   mgc_reset_young_limit(d);
 }
 
+/* With a goal no collection misses (10 s), collections grow the part by
+   half each, to the whole heap within 20 of them. */
+static void grow_to_whole_heap(struct mgc_dom *d, size_t full) {
+  set_pause_goal(10000000);
+  for (int k = 0; k < 20 && part_words(d) < full; k++)
+    mgc_minor_collection();
+}
+
 /* Allocates short-lived blocks until more than half of the part in use
    has been allocated since the last collection: only such a collection
    counts for the survival peak (DESIGN §5.8). */
@@ -836,9 +844,7 @@ static void test_pause_memory(void) {
   size_t full = range_words();
   MGC_PARAM0;
   MGC_LOCAL1(list);
-  set_pause_goal(10000000);
-  for (int k = 0; k < 20 && part_words(d) < full; k++)
-    mgc_minor_collection();
+  grow_to_whole_heap(d, full);
   CHECK(part_words(d) == full, "start from the whole heap (%zu)",
         part_words(d));
   long n = (long)(full * 3 / 4) / 3;
@@ -999,9 +1005,7 @@ static void test_pause_new_heap(void) {
   size_t full = range_words();
   MGC_PARAM0;
   MGC_LOCAL1(list);
-  set_pause_goal(10000000);
-  for (int k = 0; k < 20 && part_words(d) < full; k++)
-    mgc_minor_collection();
+  grow_to_whole_heap(d, full);
   long n = (long)(full / 4) / 3;
   list = make_list(n);
   mgc_minor_collection(); /* measures the rate: more than 4096 words */
