@@ -662,7 +662,8 @@ static void minor_setup(void *data) {
    next new heap.  Relaxed: a hint, read and written whole. */
 static _Atomic uint64_t rate_hint_ps;
 
-/* The measured ns per promoted word; 0 before anything is measured. */
+/* The measured ns per promoted word (from start_pause_model's seed until
+   collections are measured); 0 only for sums never seeded. */
 static double ns_per_word(const struct mgc_dom *d) {
   return d->promoted_sum > 0 ? d->pause_ns_sum / d->promoted_sum : 0;
 }
@@ -671,6 +672,13 @@ static double ns_per_word(const struct mgc_dom *d) {
 static word model_part_words(const struct mgc_dom *d, double aim, word full) {
   double cost = ns_per_word(d) * d->survival_peak;
   return cost * (double)full <= aim ? full : (word)(aim / cost);
+}
+
+/* Puts the part in use at the top `used` words of the heap, the trigger
+   at its midpoint (the heap is empty: after a collection or a commit). */
+static void use_part(struct mgc_dom *d, word used) {
+  d->young_floor = d->young_end - used * WORD;
+  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
 }
 
 /* A new heap (a new domain, a resize): nothing is known of its survival
@@ -698,8 +706,7 @@ static void start_pause_model(struct mgc_dom *d) {
   word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
   if (used < min)
     used = min;
-  d->young_floor = d->young_end - used * WORD;
-  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
+  use_part(d, used);
 }
 
 /* Runs at the end of the domain's collection, before its limit is reset:
@@ -753,8 +760,7 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
       grown = cap > used ? cap : used;
     used = grown;
   }
-  d->young_floor = d->young_end - used * WORD;
-  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
+  use_part(d, used);
 }
 
 /* One participant's minor collection (DESIGN §5.5). */
