@@ -796,7 +796,9 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_ev_end(d, MGC_EVN_MINOR_MOPUP);
   d->promote_sweeps = -1;
 
-  COUNTER_ADD(&d->stats.minor_words, (d->young_end - used_from) / WORD);
+  /* The words allocated in this heap since its last collection. */
+  word allocated = (d->young_end - used_from) / WORD;
+  COUNTER_ADD(&d->stats.minor_words, allocated);
   COUNTER_ADD(&d->stats.promoted_words, c.promoted_words);
   d->fast.young_ptr = d->young_end;
   mgc_note_major_alloc(d, c.promoted_words);
@@ -841,8 +843,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  size_minor_heap(d, t_own - t0, c.promoted_words,
-                  (d->young_end - used_from) / WORD);
+  size_minor_heap(d, t_own - t0, c.promoted_words, allocated);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
