@@ -1,10 +1,18 @@
 /* binarytrees.c: the Benchmarks Game binary-trees workload on mgc.  A node
  * is a two-field block; a leaf holds the integer 0 in both fields.
+ *
+ * Every binarytrees program here (mgc, its peers, mt-binarytrees) walks a
+ * tree in the order of OCaml's compiled code for bench/ocaml/binarytrees.ml:
+ * ocamlopt evaluates a constructor's arguments and the operands of + right
+ * to left, so `Node (make (d - 1), make (d - 1))` builds the right subtree,
+ * then the left one, then the node, and `1 + check l + check r` counts the
+ * right subtree first.  The order decides where the nodes lie in memory and
+ * in which order the counting walk reads them.
  * Usage: binarytrees [N]  (default 20)
  */
 #include "mgc_bench.h"
 
-/* A tree of the given depth, built children first. */
+/* A tree of the given depth: right subtree, left subtree, node. */
 static mgc_value make(int depth) {
   mgc_value node;
   if (depth == 0) {
@@ -15,8 +23,8 @@ static mgc_value make(int depth) {
   }
   MGC_PARAM0;
   MGC_LOCAL2(left, right);
-  left = make(depth - 1);
   right = make(depth - 1);
+  left = make(depth - 1);
   node = mgc_alloc_small(2, 0);
   MGC_FIELD(node, 0) = left;
   MGC_FIELD(node, 1) = right;
@@ -27,7 +35,8 @@ static mgc_value make(int depth) {
 static long long check(mgc_value node) {
   if (MGC_IS_INT(MGC_FIELD(node, 0)))
     return 1;
-  return 1 + check(MGC_FIELD(node, 0)) + check(MGC_FIELD(node, 1));
+  long long c = check(MGC_FIELD(node, 1));
+  return c + 1 + check(MGC_FIELD(node, 0));
 }
 
 int main(int argc, char **argv) {

@@ -20,19 +20,24 @@ static int max_depth, threads;
 /* checks[k][j]: thread k's sum for depth MIN_DEPTH + 2j. */
 static long long checks[MAX_THREADS][MAX_DEPTHS];
 
+/* Right subtree, left subtree, node: OCaml's order (binarytrees.c). */
 static struct node *make(int depth) {
-  struct node *n = bench_check_alloc(GC_MALLOC(sizeof *n));
+  struct node *left = NULL, *right = NULL;
   if (depth > 0) {
-    n->left = make(depth - 1);
-    n->right = make(depth - 1);
+    right = make(depth - 1);
+    left = make(depth - 1);
   }
+  struct node *n = bench_check_alloc(GC_MALLOC(sizeof *n));
+  n->left = left;
+  n->right = right;
   return n;
 }
 
 static long long check(const struct node *n) {
   if (n->left == NULL)
     return 1;
-  return 1 + check(n->left) + check(n->right);
+  long long c = check(n->right);
+  return c + 1 + check(n->left);
 }
 
 static void *run_range(void *arg) {

@@ -18,29 +18,37 @@ static int max_depth, threads;
 /* checks[k][j]: thread k's sum for depth MIN_DEPTH + 2j. */
 static long long checks[MAX_THREADS][MAX_DEPTHS];
 
+/* Right subtree, left subtree, node: OCaml's order (binarytrees.c). */
 static struct node *make(int depth) {
-  struct node *n = bench_check_alloc(peer_malloc(sizeof *n));
+  struct node *left = NULL, *right = NULL;
   if (depth > 0) {
-    n->left = make(depth - 1);
-    n->right = make(depth - 1);
-  } else {
-    n->left = n->right = NULL;
+    right = make(depth - 1);
+    left = make(depth - 1);
   }
+  struct node *n = bench_check_alloc(peer_malloc(sizeof *n));
+  n->left = left;
+  n->right = right;
   return n;
 }
 
 static long long check(const struct node *n) {
   if (n->left == NULL)
     return 1;
-  return 1 + check(n->left) + check(n->right);
+  long long c = check(n->right);
+  return c + 1 + check(n->left);
 }
 
+/* Frees a node before its subtrees, the reverse of make's order, so that
+   the next tree reuses the blocks in the order this one had them.  Of the
+   three orders measured with mimalloc (this, and children first either
+   way), it was the fastest. */
 static void release(struct node *n) {
-  if (n->left != NULL) {
-    release(n->left);
-    release(n->right);
-  }
+  struct node *left = n->left, *right = n->right;
   peer_free(n);
+  if (left != NULL) {
+    release(left);
+    release(right);
+  }
 }
 
 static long long check_release(struct node *n) {

@@ -13,6 +13,7 @@ static int max_depth, domains;
    k only, read by the main domain after joining it. */
 static long long checks[MAX_DOMAINS][MAX_DEPTHS];
 
+/* Right subtree, left subtree, node: OCaml's order (binarytrees.c). */
 static mgc_value make(int depth) {
   mgc_value node;
   if (depth == 0) {
@@ -23,8 +24,8 @@ static mgc_value make(int depth) {
   }
   MGC_PARAM0;
   MGC_LOCAL2(left, right);
-  left = make(depth - 1);
   right = make(depth - 1);
+  left = make(depth - 1);
   node = mgc_alloc_small(2, 0);
   MGC_FIELD(node, 0) = left;
   MGC_FIELD(node, 1) = right;
@@ -34,7 +35,8 @@ static mgc_value make(int depth) {
 static long long check(mgc_value node) {
   if (MGC_IS_INT(MGC_FIELD(node, 0)))
     return 1;
-  return 1 + check(MGC_FIELD(node, 0)) + check(MGC_FIELD(node, 1));
+  long long c = check(MGC_FIELD(node, 1));
+  return c + 1 + check(MGC_FIELD(node, 0));
 }
 
 /* check with safepoints, for trees of the given depth: walking a big tree
@@ -48,8 +50,8 @@ static long long check_polling(mgc_value node, int depth) {
     return check(node);
   MGC_PARAM1(node);
   mgc_poll();
-  long long c = 1 + check_polling(MGC_FIELD(node, 0), depth - 1);
-  c += check_polling(MGC_FIELD(node, 1), depth - 1);
+  long long c = check_polling(MGC_FIELD(node, 1), depth - 1);
+  c += 1 + check_polling(MGC_FIELD(node, 0), depth - 1);
   MGC_DROP;
   return c;
 }
