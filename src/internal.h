@@ -315,16 +315,20 @@ struct mgc_colours {
 };
 extern struct mgc_colours mgc_colours;
 
-/* A block just marked (hd: its header) stamps its pool, unless it is a
-   large block (no pool: it is not in a POOL_BYTES-aligned pool). */
-static inline void mgc_pool_stamp(mgc_value v, word hd) {
+/* A block just marked (hd: its header) stamps its pool with the number of
+   the cycle, unless it is a large block (no pool: it is not in a
+   POOL_BYTES-aligned pool). */
+static inline void mgc_pool_stamp_at(mgc_value v, word hd, uint64_t now) {
   /* WHSIZE(wosize) > MAX_POOL_WHSIZE, with one operation less. */
   if (MGC_WOSIZE_HD(hd) >= MAX_POOL_WHSIZE)
     return;
   struct pool *p = mgc_pool_of((word)v);
-  uint64_t now = mgc_colours.cycle;
   if (atomic_load_explicit(&p->marked_cycle, memory_order_relaxed) != now)
     atomic_store_explicit(&p->marked_cycle, now, memory_order_relaxed);
+}
+
+static inline void mgc_pool_stamp(mgc_value v, word hd) {
+  mgc_pool_stamp_at(v, hd, mgc_colours.cycle);
 }
 
 /* The phases of a major cycle (DESIGN §6.7), changed only inside a STW
