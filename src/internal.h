@@ -257,6 +257,7 @@ void mgc_heap_release_free_pools(bool all);     /* any, pool_lock */
 void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
+void mgc_heap_prefault_pools(size_t want); /* mutator, pool_lock */
 /* Compaction (compact.c), STW, own domain, every pool swept: moves the live
    blocks of the least occupied pools of each class into the others' free
    slots, leaving in each old block field 0 = the new address and the colour
@@ -586,10 +587,13 @@ void mgc_stw_teardown(void);
 
 enum backup_state { BACKUP_RUNNING = 0, BACKUP_BLOCKING, BACKUP_TERMINATE };
 
-#define PAUSE_BUCKETS 512
-
-/* A log-scale latency histogram: bucket i covers the durations whose
-   floor(8 * log2(ns)) is i.  Written by one thread, read by any. */
+/* A log-scale latency histogram: PAUSE_SUB buckets per power of two (each
+   at most 6.25 % of its lower end wide), exact under PAUSE_SUB ns; 1024
+   buckets reach past 2^64 ns (src/stats.c).  Written by one thread, read
+   by any. */
+#define PAUSE_SUB_LOG2 4
+#define PAUSE_SUB (1u << PAUSE_SUB_LOG2)
+#define PAUSE_BUCKETS 1024
 struct mgc_histogram {
   _Atomic uint64_t counts[PAUSE_BUCKETS];
   _Atomic uint64_t max_ns;
@@ -631,8 +635,9 @@ struct mgc_dom {
   bool requested_minor;
   bool requested_major_slice;
   size_t torture_count;
-  uint64_t minor_seq; /* number of the last minor GC this domain was in */
-  int promote_sweeps; /* pools promotion may still sweep in this minor GC */
+  uint64_t minor_seq;    /* number of the last minor GC this domain was in */
+  uint64_t prefault_seq; /* minor_seq when pools were last faulted ahead */
+  int promote_sweeps;    /* pools promotion may still sweep in this minor GC */
   struct mgc_table major_ref; /* remembered set: mgc_value * entries */
   struct mgc_table custom;    /* struct custom_entry */
   struct mgc_table ephe_ref;  /* struct ephe_ref_entry */

@@ -201,6 +201,18 @@ static void request_global_slices_once(struct mgc_dom *d) {
     mgc_request_global_slices(d);
 }
 
+/* After a minor collection, in mutator time: the pools the next one may
+   promote into, by the pause model's survival peak, for every domain
+   alive (their collections promote at the same time), are faulted in now
+   rather than in that pause (DESIGN §6.1). */
+static void prefault_for_next_minor(struct mgc_dom *d) {
+  d->prefault_seq = d->minor_seq;
+  double used = (double)(d->young_end - d->young_floor) / WORD;
+  double words = used * (d->survival_peak < 1.0 ? d->survival_peak : 1.0);
+  size_t pools = (size_t)(words / (POOL_WORDS - POOL_HEADER_WORDS)) + 1;
+  mgc_heap_prefault_pools(pools * LOAD_RELAXED(&mgc_rt.domains_alive));
+}
+
 /* What the domain owes (DESIGN §2.4 "poll GC work"). */
 void mgc_poll_gc_work(struct mgc_dom *d) {
   if (d->fast.young_ptr - MGC_MAX_YOUNG_WOSIZE * WORD <
@@ -223,6 +235,9 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
     d->requested_major_slice = false;
     mgc_major_slice_run(d, 0, SLICE_AUTO);
   }
+  /* After the slice: its cycle end may give free pools back. */
+  if (d->prefault_seq != d->minor_seq)
+    prefault_for_next_minor(d);
   mgc_reset_young_limit(d);
 }
 

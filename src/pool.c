@@ -37,8 +37,13 @@ struct free_pool {
   struct free_pool *next;
 };
 
-/* Global state under pool_lock. */
+/* Global state under pool_lock.  The cache is two lists: pools that were
+   in use, taken first (most recently freed first), and spare pools mapped
+   and faulted in ahead of need (mgc_heap_prefault_pools), taken when the
+   first list is empty, as a fresh chunk would be; free_pool_count counts
+   both. */
 static struct free_pool *free_pools;
+static struct free_pool *spare_pools;
 static size_t free_pool_count;
 /* Orphans by size class, each list with its last link, so that adoption
    at a cycle start (in the pause) splices whole lists: an adopted pool
@@ -92,34 +97,81 @@ static void heap_words_add(intptr_t delta) {
   }
 }
 
+/* Maps and commits a chunk of CHUNK_POOLS pools; NULL when the OS has no
+   more memory.  Takes no lock. */
+static char *map_chunk(void) {
+  char *chunk = mgc_os_reserve(CHUNK_POOLS * POOL_BYTES, POOL_BYTES);
+  if (chunk && mgc_os_commit(chunk, CHUNK_POOLS * POOL_BYTES) != 0) {
+    mgc_os_release(chunk, CHUNK_POOLS * POOL_BYTES);
+    chunk = NULL;
+  }
+  return chunk;
+}
+
+/* Under pool_lock: a mapped chunk's pools onto a list of the cache. */
+static void cache_chunk(struct free_pool **list, char *chunk) {
+  for (int i = CHUNK_POOLS - 1; i >= 0; i--) {
+    struct free_pool *f = (struct free_pool *)(chunk + (size_t)i * POOL_BYTES);
+    f->next = *list;
+    *list = f;
+  }
+  free_pool_count += CHUNK_POOLS;
+}
+
+/* Under pool_lock, the cache not empty: its next pool. */
+static struct free_pool *cache_take(void) {
+  struct free_pool **list = free_pools ? &free_pools : &spare_pools;
+  struct free_pool *f = *list;
+  *list = f->next;
+  free_pool_count--;
+  return f;
+}
+
 /* Takes a pool from the cache or maps a new chunk.  NULL when the OS has
    no more memory. */
 static struct pool *pool_acquire(void) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  if (!free_pools) {
-    char *chunk = mgc_os_reserve(CHUNK_POOLS * POOL_BYTES, POOL_BYTES);
-    if (!chunk || mgc_os_commit(chunk, CHUNK_POOLS * POOL_BYTES) != 0) {
-      if (chunk)
-        mgc_os_release(chunk, CHUNK_POOLS * POOL_BYTES);
+  if (free_pool_count == 0) {
+    char *chunk = map_chunk();
+    if (!chunk) {
       pthread_mutex_unlock(&mgc_rt.pool_lock);
       return NULL;
     }
-    for (int i = CHUNK_POOLS - 1; i >= 0; i--) {
-      struct free_pool *f =
-          (struct free_pool *)(chunk + (size_t)i * POOL_BYTES);
-      f->next = free_pools;
-      free_pools = f;
-    }
-    free_pool_count += CHUNK_POOLS;
+    cache_chunk(&free_pools, chunk);
     mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools", CHUNK_POOLS);
   }
-  struct free_pool *f = free_pools;
-  free_pools = f->next;
-  free_pool_count--;
+  struct free_pool *f = cache_take();
   total_pools_in_use++;
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   heap_words_add(POOL_WORDS);
   return (struct pool *)f;
+}
+
+/* Mutator context, outside any pause: maps chunks until the cache holds
+   at least `want` pools, and writes a byte in every page of each first,
+   outside the lock, so that the page faults of fresh memory are taken
+   here and not by the next minor collection's promotion, which would take
+   them inside its pause (about 4 us a page on a VM, DESIGN §6.1).  Gives
+   up quietly when the OS has no more memory: the pause then maps, and
+   reports the failure, as before. */
+void mgc_heap_prefault_pools(size_t want) {
+  for (int chunks = 0; chunks < 64; chunks++) {
+    pthread_mutex_lock(&mgc_rt.pool_lock);
+    bool enough = free_pool_count >= want;
+    pthread_mutex_unlock(&mgc_rt.pool_lock);
+    if (enough)
+      return;
+    char *chunk = map_chunk();
+    if (!chunk)
+      return;
+    size_t page = mgc_page_size();
+    for (size_t off = 0; off < CHUNK_POOLS * POOL_BYTES; off += page)
+      *(volatile char *)(chunk + off) = 0;
+    pthread_mutex_lock(&mgc_rt.pool_lock);
+    cache_chunk(&spare_pools, chunk);
+    pthread_mutex_unlock(&mgc_rt.pool_lock);
+    mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools ahead", CHUNK_POOLS);
+  }
 }
 
 static void pool_release(struct pool *p) {
@@ -476,10 +528,7 @@ void mgc_heap_release_free_pools(bool all) {
     keep = 64;
   size_t released = 0;
   while (free_pool_count > keep) {
-    struct free_pool *f = free_pools;
-    free_pools = f->next;
-    free_pool_count--;
-    mgc_os_release(f, POOL_BYTES);
+    mgc_os_release(cache_take(), POOL_BYTES);
     released++;
   }
   pthread_mutex_unlock(&mgc_rt.pool_lock);
@@ -539,7 +588,7 @@ void mgc_heap_free_domain(struct mgc_dom *d) {
 
 void mgc_heap_init(void) {
   init_class_table();
-  free_pools = NULL;
+  free_pools = spare_pools = NULL;
   free_pool_count = 0;
   memset(orphan_pools, 0, sizeof orphan_pools);
   orphan_large = NULL;

@@ -4,7 +4,7 @@
  * read by anyone with relaxed loads; a terminating domain adds its counters
  * to the orphan accumulators under all_domains_lock.  mgc_get_stats never
  * forces a collection (ocaml #11913).  Pause percentiles come from log-scale
- * histograms (8 buckets per power of two, so within 12.5 %) that need no
+ * histograms (16 buckets per power of two, so within 6.25 %) that need no
  * allocation in the collector.
  */
 #include "internal.h"
@@ -12,21 +12,29 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Durations under PAUSE_SUB ns have a bucket each; above, each octave
+   [2^m, 2^(m+1)) is cut into PAUSE_SUB equal buckets, each at most
+   1 / PAUSE_SUB of its lower end wide.  BUCKET_SHIFT numbers the cut
+   octaves on from the exact buckets: ns = PAUSE_SUB goes to bucket
+   PAUSE_SUB. */
+#define BUCKET_SHIFT (PAUSE_SUB * PAUSE_SUB_LOG2 - PAUSE_SUB)
+
 static unsigned bucket_of(uint64_t ns) {
-  if (ns < 8)
+  if (ns < PAUSE_SUB)
     return (unsigned)ns;
   unsigned msb = 63u - (unsigned)__builtin_clzll(ns);
-  unsigned frac = (unsigned)(ns >> (msb - 3)) & 7u;
-  unsigned b = msb * 8 + frac - 16; /* ns = 8 maps to bucket 8 */
+  unsigned frac = (unsigned)(ns >> (msb - PAUSE_SUB_LOG2)) & (PAUSE_SUB - 1);
+  unsigned b = msb * PAUSE_SUB + frac - BUCKET_SHIFT;
   return b < PAUSE_BUCKETS ? b : PAUSE_BUCKETS - 1;
 }
 
-/* The upper end of bucket b, in ns. */
+/* The upper end of bucket b, in ns (the first duration past it). */
 static uint64_t bucket_high(unsigned b) {
-  if (b < 8)
+  if (b < PAUSE_SUB)
     return b;
-  unsigned msb = (b + 16) / 8, frac = (b + 16) % 8;
-  return (uint64_t)(8 + frac + 1) << (msb - 3);
+  unsigned msb = (b + BUCKET_SHIFT) / PAUSE_SUB;
+  unsigned frac = (b + BUCKET_SHIFT) % PAUSE_SUB;
+  return (uint64_t)(PAUSE_SUB + frac + 1) << (msb - PAUSE_SUB_LOG2);
 }
 
 /* shared: several threads may add (the STW latency histogram, written by
