@@ -28,7 +28,8 @@ static unsigned bucket_of(uint64_t ns) {
   return b < PAUSE_BUCKETS ? b : PAUSE_BUCKETS - 1;
 }
 
-/* The upper end of bucket b, in ns (the first duration past it). */
+/* The upper end of bucket b, in ns: the first duration past a cut bucket,
+   an exact bucket's own duration. */
 static uint64_t bucket_high(unsigned b) {
   if (b < PAUSE_SUB)
     return b;
