@@ -42,16 +42,21 @@ static long long check(mgc_value node) {
 /* check with safepoints, for trees of the given depth: walking a big tree
    allocates nothing, and the other domains' collections must not wait for
    the whole walk (OCaml 5 polls in every function prologue).  A poll may
-   move young nodes, so every node above the small subtrees is a root
-   while its children are counted; subtrees of depth < 8 (under 512 nodes,
-   a few microseconds) are counted without polling. */
+   move young nodes, so a node above the small subtrees is a root until its
+   children are read; then its root slot holds the left child while the
+   right one is counted, and the node itself is dead, as in the OCaml peer
+   (`1 + check l + check r` counts r first and keeps only l).  Subtrees of
+   depth < 8 (under 512 nodes, a few microseconds) are counted without
+   polling. */
 static long long check_polling(mgc_value node, int depth) {
   if (depth < 8)
     return check(node);
   MGC_PARAM1(node);
   mgc_poll();
-  long long c = check_polling(MGC_FIELD(node, 1), depth - 1);
-  c += 1 + check_polling(MGC_FIELD(node, 0), depth - 1);
+  mgc_value right = MGC_FIELD(node, 1);
+  node = MGC_FIELD(node, 0);
+  long long c = check_polling(right, depth - 1);
+  c += 1 + check_polling(node, depth - 1);
   MGC_DROP;
   return c;
 }
