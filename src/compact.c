@@ -153,6 +153,7 @@ void mgc_compact_from_stw(struct mgc_dom *d, int idx, int n) {
                             memory_order_relaxed);
   if (mgc_stw_barrier_begin(n)) {
     mgc_heap_release_free_pools(true);
+    mgc_heap_reset_held();
     atomic_fetch_add_explicit(&mgc_rt.compactions, 1, memory_order_relaxed);
     mgc_log(MGC_VERBOSE_HEAP, "compaction: heap %zu -> %zu words", heap_before,
             (size_t)LOAD_RELAXED(&mgc_rt.heap_words));

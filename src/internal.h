@@ -267,6 +267,7 @@ size_t mgc_heap_evacuate(struct mgc_dom *d);
 /* Gives the evacuated pools back; returns how many. */
 size_t mgc_heap_release_evacuated(struct mgc_dom *d);
 size_t mgc_heap_live_words(struct mgc_dom *d);
+void mgc_heap_reset_held(void);
 /* Verifier: the used slots of a pool, and every pool and large block. */
 void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh);
 void mgc_heap_for_each(struct mgc_dom *d,
@@ -728,6 +729,13 @@ struct mgc_runtime {
      work done by anybody, in words; any domain's work pays for all. */
   _Atomic int64_t work_owed;
   _Atomic int64_t work_paid;
+  /* The held heap (§6.10): work_paid as the current cycle began; the work
+     the last cycle did; cycle ends to wait before held_heap_words follows
+     the heap again; the room the current cycle may grow into. */
+  _Atomic int64_t cycle_paid_start;
+  _Atomic int64_t last_cycle_work;
+  _Atomic int held_frozen;
+  _Atomic size_t cycle_room;
   _Atomic uint64_t forced_major;
   _Atomic uint64_t compactions;
   _Atomic uint64_t compacted_words; /* moved by compactions */
@@ -745,6 +753,9 @@ struct mgc_runtime {
   pthread_mutex_t pool_lock;
   _Atomic size_t heap_words;
   _Atomic size_t top_heap_words;
+  /* The largest heap_words since the last compaction: memory the process
+     has held already, which pacing may fill again (§6.10). */
+  _Atomic size_t held_heap_words;
 
   /* statistics of terminated domains (under all_domains_lock) */
   struct mgc_dom_stats orphan_stats;

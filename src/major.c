@@ -716,9 +716,81 @@ static void note_sweep(struct mgc_dom *d) {
    work / allocated word = (L + H / 4) / (L o / 200), about
    (200 + o) / o once H / 4 and the roots are counted.  Measured on the
    benchmarks, this keeps the peak heap at or below OCaml's. */
-static double work_per_word(void) {
+static double model_work_per_word(void) {
   double o = mgc_rt.params.space_overhead;
   return (200.0 + o) / o;
+}
+
+/* The held heap.  The model keeps the heap near (1 + o/100) L.  But a heap
+   that was larger once (a burst of live data, dead since) has its memory
+   mapped already: running cycles to stay below it saves nothing in peak
+   memory.  So the rate is scaled down, never up, to let the heap grow
+   towards HELD_FILL x held and no further, held being the largest heap
+   since the last compaction (DESIGN §6.10).
+
+   The heap grows by at most what is allocated, since freed slots are
+   reused before a pool is added.  A cycle may therefore allocate the room
+   HELD_FILL x held - heap words, taken at its start (the heap then still
+   holds the last cycle's garbage, so this errs low), at a rate of
+   left / room, left being the cycle's work still to do, estimated as the
+   last cycle's work less what this one has done.  Each slice takes the
+   rate again, with the room as it is now if that is smaller: as the room
+   shrinks, the rate rises up to the model's.  Live data that grows makes
+   a cycle longer than the estimate; the estimate of what is left is
+   therefore at least half the last cycle's work, and the scale at least
+   1/4 (a cycle allocates at most four times what the model allows). */
+#define HELD_FILL 0.9
+#define MIN_PACING_SCALE 0.25
+#define HELD_FREEZE 3 /* see pace_cycle_end */
+
+static double held_room(void) {
+  return HELD_FILL * (double)LOAD_RELAXED(&mgc_rt.held_heap_words) -
+         (double)LOAD_RELAXED(&mgc_rt.heap_words);
+}
+
+static double work_per_word(void) {
+  double model = model_work_per_word();
+  /* Relaxed: pacing inputs; a stale value only moves a rate within its
+     bounds. */
+  int64_t last = LOAD_RELAXED(&mgc_rt.last_cycle_work);
+  double room = held_room();
+  double cycle_room = (double)LOAD_RELAXED(&mgc_rt.cycle_room);
+  if (cycle_room < room)
+    room = cycle_room;
+  if (last <= 0 || room <= 0)
+    return model;
+  int64_t left = last - (LOAD_RELAXED(&mgc_rt.work_paid) -
+                         LOAD_RELAXED(&mgc_rt.cycle_paid_start));
+  if (left < last / 2)
+    left = last / 2;
+  double scale = (double)left / room / model;
+  if (scale >= 1.0)
+    return model;
+  if (LOAD_RELAXED(&mgc_rt.held_frozen) != HELD_FREEZE)
+    STORE_RELAXED(&mgc_rt.held_frozen, HELD_FREEZE);
+  return model * (scale < MIN_PACING_SCALE ? MIN_PACING_SCALE : scale);
+}
+
+/* Growth at a scaled rate must not raise its own target: held follows the
+   heap again only after two cycle ends paced by the model alone, once
+   what the scaled cycle allocated is swept (its blocks were born marked:
+   they are garbage for the next cycle, freed by the one after).  A scaled
+   slice sets the count; cycle ends count it down.  A slice and a cycle
+   end may race on it: either outcome keeps held from following too soon
+   by at most a cycle, or lets it follow a cycle early.
+
+   In the single section of a cycle end, by the last arriver, before the
+   leftover debt is dropped: the cycle's work, and the next one's room. */
+static void pace_cycle_end(void) {
+  int64_t paid = LOAD_RELAXED(&mgc_rt.work_paid);
+  STORE_RELAXED(&mgc_rt.last_cycle_work,
+                paid - LOAD_RELAXED(&mgc_rt.cycle_paid_start));
+  STORE_RELAXED(&mgc_rt.cycle_paid_start, LOAD_RELAXED(&mgc_rt.work_owed));
+  double room = held_room();
+  STORE_RELAXED(&mgc_rt.cycle_room, room > 0 ? (size_t)room : 0);
+  int wait = LOAD_RELAXED(&mgc_rt.held_frozen);
+  if (wait > 0)
+    STORE_RELAXED(&mgc_rt.held_frozen, wait - 1);
 }
 
 static double total_cycle_work(void) {
@@ -900,6 +972,7 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
     /* The finished cycle's work is all done: a debt left over means the
        allocation overestimated it, and is not carried into the next cycle
        (which would only shorten it). */
+    pace_cycle_end();
     STORE_RELAXED(&mgc_rt.work_paid, LOAD_RELAXED(&mgc_rt.work_owed));
     atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     mgc_log(MGC_VERBOSE_MAJOR, "major cycle %llu ends, heap %zu words",

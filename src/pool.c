@@ -82,19 +82,34 @@ void mgc_pool_bounds(struct pool *p, word **start, word **end, size_t *wh) {
   *wh = mgc_class_whsize[p->cls];
 }
 
+static void raise_to(_Atomic size_t *max, size_t now) {
+  size_t top = LOAD_RELAXED(max);
+  while (now > top &&
+         !atomic_compare_exchange_weak_explicit(
+             max, &top, now, memory_order_relaxed, memory_order_relaxed)) {
+  }
+}
+
 static void heap_words_add(intptr_t delta) {
-  /* Relaxed: a statistic; top_heap_words is a monotone max updated with a
-     CAS loop so that concurrent growers do not lose a maximum. */
+  /* Relaxed: statistics and a pacing input read at cycle ends; the two
+     maxima are updated with a CAS loop so that concurrent growers do not
+     lose one. */
   size_t now = atomic_fetch_add_explicit(&mgc_rt.heap_words, (size_t)delta,
                                          memory_order_relaxed) +
                (size_t)delta;
   if (delta > 0) {
-    size_t top = LOAD_RELAXED(&mgc_rt.top_heap_words);
-    while (now > top && !atomic_compare_exchange_weak_explicit(
-                            &mgc_rt.top_heap_words, &top, now,
-                            memory_order_relaxed, memory_order_relaxed)) {
-    }
+    raise_to(&mgc_rt.top_heap_words, now);
+    /* Only the model's growth counts as held: growth allowed by a scaled
+       rate would otherwise raise its own target. */
+    if (LOAD_RELAXED(&mgc_rt.held_frozen) == 0)
+      raise_to(&mgc_rt.held_heap_words, now);
   }
+}
+
+/* Called at a compaction's release, in its single section: what it gave
+   back is not held any more. */
+void mgc_heap_reset_held(void) {
+  STORE_RELAXED(&mgc_rt.held_heap_words, LOAD_RELAXED(&mgc_rt.heap_words));
 }
 
 /* Maps and commits a chunk of CHUNK_POOLS pools; NULL when the OS has no
