@@ -728,8 +728,9 @@ static double model_work_per_word(void) {
    towards HELD_FILL x held and no further, held being the largest heap
    since the last compaction (DESIGN §6.10).
 
-   The heap grows by at most what is allocated, since freed slots are
-   reused before a pool is added.  A cycle may therefore allocate the room
+   The heap grows only when an allocation takes a new pool, so by at most
+   what is allocated (give or take a partly used pool per size class and
+   domain).  A cycle may therefore allocate the room
    HELD_FILL x held - heap words, taken at its start (the heap then still
    holds the last cycle's garbage, so this errs low), at a rate of
    left / room, left being the cycle's work still to do, estimated as the

@@ -91,9 +91,9 @@ static void raise_to(_Atomic size_t *max, size_t now) {
 }
 
 static void heap_words_add(intptr_t delta) {
-  /* Relaxed: statistics and a pacing input read at cycle ends; the two
-     maxima are updated with a CAS loop so that concurrent growers do not
-     lose one. */
+  /* Relaxed: statistics and pacing inputs, which tolerate a stale value
+     (major.c, work_per_word); the two maxima are updated with a CAS loop
+     so that concurrent growers do not lose one. */
   size_t now = atomic_fetch_add_explicit(&mgc_rt.heap_words, (size_t)delta,
                                          memory_order_relaxed) +
                (size_t)delta;
