@@ -32,11 +32,12 @@
 static long RING;      /* lists in the ring: 20000, scaled */
 static mgc_value ring; /* global root: an old array of RING lists */
 
-static mgc_value make_list(long seed) {
+/* A list of n cells holding seed, seed + 1, ... */
+static mgc_value make_list(long n, long seed) {
   MGC_PARAM0;
   MGC_LOCAL1(l);
   l = MGC_UNIT;
-  for (int i = 0; i < CELLS; i++) {
+  for (long i = 0; i < n; i++) {
     mgc_value c = mgc_alloc_small(2, 0);
     MGC_FIELD(c, 0) = MGC_VAL_INT(seed + i);
     MGC_FIELD(c, 1) = l;
@@ -50,7 +51,7 @@ static void fill_ring(void) {
   for (long i = 0; i < RING; i++)
     mgc_initialize(&MGC_FIELD(ring, i), MGC_UNIT);
   for (long i = 0; i < RING; i++) {
-    mgc_value l = make_list(i);
+    mgc_value l = make_list(CELLS, i);
     mgc_modify(&MGC_FIELD(ring, i), l);
   }
 }
@@ -62,7 +63,7 @@ static uint64_t steady(long rounds) {
   mgc_stats s0, s1;
   mgc_get_stats(&s0);
   for (long r = 0; r < rounds; r++) {
-    mgc_value l = make_list(r);
+    mgc_value l = make_list(CELLS, r);
     mgc_modify(&MGC_FIELD(ring, r % RING), l);
   }
   mgc_get_stats(&s1);
@@ -81,20 +82,6 @@ static int ring_intact(void) {
       return 0;
   }
   return 1;
-}
-
-/* A list of n cells, live at the return, dropped by the caller. */
-static mgc_value burst(long n) {
-  MGC_PARAM0;
-  MGC_LOCAL1(l);
-  l = MGC_UNIT;
-  for (long i = 0; i < n; i++) {
-    mgc_value c = mgc_alloc_small(2, 0);
-    MGC_FIELD(c, 0) = MGC_VAL_INT(i);
-    MGC_FIELD(c, 1) = l;
-    l = c;
-  }
-  MGC_RETURN(l);
 }
 
 static int start(void) {
@@ -133,7 +120,7 @@ int main(void) {
   {
     MGC_PARAM0;
     MGC_LOCAL1(b);
-    b = burst(4L * RING * CELLS);
+    b = make_list(4L * RING * CELLS, 0);
     mgc_full_major();
     long n = 0;
     for (mgc_value c = b; MGC_IS_BLOCK(c); c = MGC_FIELD(c, 1))
