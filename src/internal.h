@@ -241,12 +241,21 @@ struct mgc_heap {
 };
 
 extern const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES];
+/* The size class of a block of wh words with its header, for wh up to
+   MAX_POOL_WHSIZE (filled by mgc_heap_init). */
+extern uint8_t mgc_class_of[MAX_POOL_WHSIZE + 1];
+
+static inline word *mgc_pool_end(struct pool *p) {
+  return (word *)p + POOL_WORDS;
+}
+static inline bool mgc_pool_has_room(struct pool *p) {
+  return p->free || p->bump + mgc_class_whsize[p->cls] <= mgc_pool_end(p);
+}
 
 void mgc_heap_init(void);
-/* Allocates wosize words in the major heap of d; returns the header address
-   with the header written (colour MARKED) or NULL when out of memory. */
-word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
-                     unsigned reserved);
+/* mgc_heap_alloc (below, inline) for the cases it leaves out. */
+word *mgc_heap_alloc_slow(struct mgc_dom *d, size_t wosize, unsigned tag,
+                          unsigned reserved);
 /* Sweeps up to budget words; returns the work done. */
 intptr_t mgc_heap_sweep(struct mgc_dom *d, intptr_t budget);
 bool mgc_heap_sweep_done(struct mgc_dom *d);
@@ -783,6 +792,61 @@ extern struct mgc_runtime mgc_rt;
 /* Relaxed: the pacing counters are only compared, never used to order. */
 static inline void mgc_pay_work(intptr_t w) {
   atomic_fetch_add_explicit(&mgc_rt.work_paid, w, memory_order_relaxed);
+}
+
+/* Bytes above a slot taken from a free list that allocation prefetches:
+   8 cache lines, a few allocations' worth of free slots. */
+#define MGC_FREE_LIST_AHEAD 512
+
+/* Takes a slot from p, the first pool of its class on d's avail list,
+   which has room (invariant 30: only the owner allocates from a pool).  A
+   pool left full goes to the full list, where it gets no allocation until
+   its next sweep. */
+static inline word *mgc_pool_take(struct mgc_dom *d, struct pool *p) {
+  word *hp = p->free;
+  if (hp) {
+    p->free = (word *)hp[1];
+    /* The next allocation will write there: start fetching it now.  That
+       is one allocation ahead only (the list's links are in the slots),
+       but the list runs up the pool (sweep_pool), so the lines a few
+       allocations ahead are those just above this slot: fetch those too
+       (past the pool's end, a prefetch never faults). */
+    __builtin_prefetch(p->free, 1);
+    __builtin_prefetch((char *)hp + MGC_FREE_LIST_AHEAD, 1);
+  } else {
+    hp = p->bump;
+    p->bump += mgc_class_whsize[p->cls];
+  }
+  p->live++;
+  if (!mgc_pool_has_room(p)) {
+    d->heap.avail[p->cls] = p->next;
+    p->next = d->heap.full[p->cls];
+    d->heap.full[p->cls] = p;
+  }
+  return hp;
+}
+
+/* Allocates wosize words in the major heap of d; returns the header address
+   with the header written (colour MARKED) or NULL when out of memory.
+   Inline, since promotion calls it for every block it copies: the common
+   case takes a slot from the class's first pool on avail, every other
+   case goes to mgc_heap_alloc_slow (src/pool.c). */
+static inline word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize,
+                                   unsigned tag, unsigned reserved) {
+  size_t wh = WHSIZE(wosize);
+  struct pool *p;
+  if (MGC_UNLIKELY(wh > MAX_POOL_WHSIZE) || tag == MGC_TAG_CUSTOM ||
+      tag == MGC_TAG_CONT ||
+      MGC_UNLIKELY(!(p = d->heap.avail[mgc_class_of[wh]])))
+    return mgc_heap_alloc_slow(d, wosize, tag, reserved);
+  word *hp = mgc_pool_take(d, p);
+  /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
+     to other domains only through a later release store of its address.
+     The pool was stamped when it went on avail in this cycle (push_avail):
+     a block born MARKED needs no more. */
+  STORE_RELAXED(AWORD(hp),
+                MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.marked);
+  return hp;
 }
 
 extern struct mgc_fast_state mgc_no_domain_state;

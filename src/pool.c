@@ -26,12 +26,9 @@ const uint16_t mgc_class_whsize[NUM_SIZE_CLASSES] = {
     28, 32, 33, 37, 42, 47, 53, 59, 65, 73, 81, 89, 99, 108, 118, 128};
 
 /* Filled at start-up from the class sizes. */
-static uint8_t class_of[MAX_POOL_WHSIZE + 1];
+uint8_t mgc_class_of[MAX_POOL_WHSIZE + 1];
 
 #define CHUNK_POOLS 16
-/* Bytes above a slot taken from a free list that allocation prefetches:
-   8 cache lines, a few allocations' worth of free slots. */
-#define FREE_LIST_AHEAD 512
 
 struct free_pool {
   struct free_pool *next;
@@ -60,7 +57,7 @@ static void init_class_table(void) {
   for (unsigned wh = 0; wh <= MAX_POOL_WHSIZE; wh++) {
     while (mgc_class_whsize[c] < wh)
       c++;
-    class_of[wh] = (uint8_t)(wh <= 1 ? 1 : c);
+    mgc_class_of[wh] = (uint8_t)(wh <= 1 ? 1 : c);
   }
 }
 
@@ -68,11 +65,6 @@ static inline word *pool_first_slot(struct pool *p) {
   size_t wh = mgc_class_whsize[p->cls];
   size_t waste = (POOL_WORDS - POOL_HEADER_WORDS) % wh;
   return (word *)p + POOL_HEADER_WORDS + waste;
-}
-static inline word *pool_end(struct pool *p) { return (word *)p + POOL_WORDS; }
-
-static inline bool pool_has_room(struct pool *p) {
-  return p->free || p->bump + mgc_class_whsize[p->cls] <= pool_end(p);
 }
 
 /* The slots that have been used: [start, end). */
@@ -237,7 +229,7 @@ static inline void push_avail(struct mgc_dom *d, struct pool *p) {
 /* A swept pool (or a kept one, after compaction) goes to avail if it has
    room, else to full. */
 static inline void push_swept(struct mgc_dom *d, struct pool *p) {
-  if (pool_has_room(p))
+  if (mgc_pool_has_room(p))
     push_avail(d, p);
   else
     push_pool(&d->heap.full[p->cls], p);
@@ -331,8 +323,11 @@ static word *large_alloc(struct mgc_dom *d, size_t wosize) {
   return (word *)(l + 1);
 }
 
-word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
-                     unsigned reserved) {
+/* The cases mgc_heap_alloc leaves out: large blocks, custom blocks and
+   continuations (their pool is marked for finalisation), and a class with
+   no pool on avail. */
+word *mgc_heap_alloc_slow(struct mgc_dom *d, size_t wosize, unsigned tag,
+                          unsigned reserved) {
   size_t wh = WHSIZE(wosize);
   word *hp;
   if (wh > MAX_POOL_WHSIZE) {
@@ -340,9 +335,9 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
     if (!hp)
       return NULL;
   } else {
-    unsigned cls = class_of[wh];
+    unsigned cls = mgc_class_of[wh];
     struct pool *p = d->heap.avail[cls];
-    if (MGC_UNLIKELY(!p)) {
+    if (!p) {
       /* Sweep a few of this class's unswept pools until one has room
          (the work counts as paid), else take a fresh
          pool.  Promotion sweeps at most a few pools per collection, to
@@ -370,33 +365,13 @@ word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize, unsigned tag,
         push_avail(d, p);
       }
     }
-    hp = p->free;
-    if (hp) {
-      p->free = (word *)hp[1];
-      /* The next allocation will write there: start fetching it now.  That
-         is one allocation ahead only (the list's links are in the slots),
-         but the list runs up the pool (sweep_pool), so the lines a few
-         allocations ahead are those just above this slot: fetch those too
-         (past the pool's end, a prefetch never faults). */
-      __builtin_prefetch(p->free, 1);
-      __builtin_prefetch((char *)hp + FREE_LIST_AHEAD, 1);
-    } else {
-      hp = p->bump;
-      p->bump += mgc_class_whsize[cls];
-    }
-    p->live++;
+    hp = mgc_pool_take(d, p);
     /* The pool was stamped when it became one to allocate from in this
        cycle (push_avail): a block born MARKED needs no more. */
-    if (MGC_UNLIKELY(tag >= MGC_TAG_CONT) &&
-        (tag == MGC_TAG_CUSTOM || tag == MGC_TAG_CONT))
+    if (tag == MGC_TAG_CUSTOM || tag == MGC_TAG_CONT)
       p->finalisable = 1;
-    if (!pool_has_room(p)) {
-      d->heap.avail[cls] = p->next;
-      push_pool(&d->heap.full[cls], p);
-    }
   }
-  /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
-     to other domains only through a later release store of its address. */
+  /* Born MARKED (invariant 19), as in mgc_heap_alloc. */
   STORE_RELAXED(AWORD(hp),
                 MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.marked);
   return hp;
@@ -631,7 +606,8 @@ static int by_live_desc(const void *a, const void *b) {
 }
 
 static size_t pool_slots(struct pool *p) {
-  return (size_t)(pool_end(p) - pool_first_slot(p)) / mgc_class_whsize[p->cls];
+  return (size_t)(mgc_pool_end(p) - pool_first_slot(p)) /
+         mgc_class_whsize[p->cls];
 }
 
 /* One class: pools sorted by occupancy, the fullest kept while the free
@@ -668,7 +644,7 @@ static size_t evacuate_class(struct mgc_dom *d, int c) {
       if (hd == 0)
         continue;
       MGC_ASSERT(COLOUR_HD(hd) == mgc_colours.unmarked);
-      while (!pool_has_room(a[t]))
+      while (!mgc_pool_has_room(a[t]))
         t++;
       MGC_ASSERT(t < kept);
       struct pool *to = a[t];
