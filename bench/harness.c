@@ -696,6 +696,28 @@ static void read_machine(void) {
   fclose(f);
 }
 
+/* The machine's own stalls: a thread that only reads the clock, alone on
+   an otherwise idle machine, sees a gap wherever it was not running (the
+   hypervisor ran another guest on this vCPU, or the kernel ran something
+   else).  A collector pause that meets such a gap is longer by as much, so
+   the longest minor pauses in the tables cannot be read below these. */
+static double stall_max_ms, stall_per_s, stall_seconds;
+static int stall_count;
+
+static void probe_stalls(double seconds) {
+  double start = now_s(), last = start, t;
+  stall_seconds = seconds;
+  while ((t = now_s()) - start < seconds) {
+    double gap = t - last;
+    if (gap > 1e-3)
+      stall_count++;
+    if (gap * 1e3 > stall_max_ms)
+      stall_max_ms = gap * 1e3;
+    last = t;
+  }
+  stall_per_s = stall_count / seconds;
+}
+
 static void json_string(FILE *f, const char *s) {
   fputc('"', f);
   for (; *s; s++) {
@@ -726,8 +748,12 @@ static void write_json(const char *path, struct workload *ws, int nw,
   }
   fprintf(f, "{\n  \"machine\": {\"cpu\": ");
   json_string(f, cpu_model);
-  fprintf(f, ", \"cores\": %d},\n  \"runs\": %d,\n  \"smoke\": %s,\n",
-          cpu_count, runs, smoke ? "true" : "false");
+  fprintf(f, ", \"cores\": %d, \"stall_probe_s\": ", cpu_count);
+  json_number(f, stall_seconds);
+  fprintf(f, ", \"stalls_over_1ms\": %d, \"stall_max_ms\": ", stall_count);
+  json_number(f, stall_max_ms);
+  fprintf(f, "},\n  \"runs\": %d,\n  \"smoke\": %s,\n", runs,
+          smoke ? "true" : "false");
   fprintf(f, "  \"workloads\": [\n");
   for (int i = 0; i < nw; i++) {
     struct workload *w = &ws[i];
@@ -973,6 +999,10 @@ int main(int argc, char **argv) {
   read_machine();
   read_ocaml_version(bindir);
   printf("machine: %s, %d cores\n", cpu_model, cpu_count);
+  probe_stalls(smoke ? 0.5 : 3.0);
+  printf("machine stalls: a thread reading the clock for %.1f s saw %d gaps"
+         " over 1 ms (%.1f/s), the longest %.2f ms\n",
+         stall_seconds, stall_count, stall_per_s, stall_max_ms);
   printf("runs: %d per implementation%s; wall and user+sys are medians,"
          " RSS the peak\n",
          runs, smoke ? " (smoke sizes)" : "");
