@@ -440,8 +440,11 @@ static void copy_closure_prefix(mgc_value copy, mgc_value v, size_t sz) {
 /* Promotes the young block v and returns its new address (DESIGN §5.2).
    One-field blocks and non-shortcut Forward chains continue in a loop into
    the copy's field 0; larger scanned blocks go on the todo list, threaded
-   through field 1 of their copies. */
-static mgc_value promote(struct promote_ctx *c, mgc_value v) {
+   through field 1 of their copies.  Forced inline into mop-up's loop, its
+   one call per field of every promoted block; promote() is the same, out
+   of line, for the roots and the remembered sets. */
+static inline __attribute__((always_inline)) mgc_value
+promote_inline(struct promote_ctx *c, mgc_value v) {
   mgc_value first;
   mgc_value *slot = &first;
   for (;;) {
@@ -516,6 +519,10 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
   }
 }
 
+static mgc_value promote(struct promote_ctx *c, mgc_value v) {
+  return promote_inline(c, v);
+}
+
 static void promote_action(void *ctx, mgc_value v, mgc_value *slot);
 
 /* Scans the todo list (DESIGN §5.4): for each promoted block, promote its
@@ -539,7 +546,7 @@ static void mopup(struct promote_ctx *c) {
         mgc_stack_scan(s, promote_action, c);
       continue;
     }
-    size_t i = 1;
+    size_t i = 0;
     size_t env =
         MGC_TAG_HD(hd) == MGC_TAG_CLOSURE ? mgc_closure_env_start(v, sz) : 0;
     if (env >= 2) {
@@ -548,14 +555,18 @@ static void mopup(struct promote_ctx *c) {
          restored.  Field 0 is a code pointer. */
       MGC_FIELD(copy, 1) = MGC_FIELD(v, 1);
       i = env;
-    } else {
-      mgc_value f = MGC_FIELD(copy, 0);
-      if (IS_YOUNG_BLOCK(f))
-        MGC_FIELD(copy, 0) = promote(c, f);
     }
+    /* Field 0 from the copy, where it is in place already (the
+       original's holds the forwarding pointer) and is written only when
+       it changes; the others from the original.  One call site, so that
+       promote_inline is inlined once. */
     for (; i < sz; i++) {
-      mgc_value f = MGC_FIELD(v, i);
-      MGC_FIELD(copy, i) = IS_YOUNG_BLOCK(f) ? promote(c, f) : f;
+      mgc_value f = i == 0 ? MGC_FIELD(copy, 0) : MGC_FIELD(v, i);
+      if (IS_YOUNG_BLOCK(f))
+        f = promote_inline(c, f);
+      else if (i == 0)
+        continue;
+      MGC_FIELD(copy, i) = f;
     }
   }
 }
