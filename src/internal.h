@@ -256,6 +256,10 @@ void mgc_heap_init(void);
 /* mgc_heap_alloc (below, inline) for the cases it leaves out. */
 word *mgc_heap_alloc_slow(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved);
+static inline void mgc_pool_push(struct pool **list, struct pool *p) {
+  p->next = *list;
+  *list = p;
+}
 /* Sweeps up to budget words; returns the work done. */
 intptr_t mgc_heap_sweep(struct mgc_dom *d, intptr_t budget);
 bool mgc_heap_sweep_done(struct mgc_dom *d);
@@ -820,8 +824,7 @@ static inline word *mgc_pool_take(struct mgc_dom *d, struct pool *p) {
   p->live++;
   if (!mgc_pool_has_room(p)) {
     d->heap.avail[p->cls] = p->next;
-    p->next = d->heap.full[p->cls];
-    d->heap.full[p->cls] = p;
+    mgc_pool_push(&d->heap.full[p->cls], p);
   }
   return hp;
 }

@@ -211,11 +211,6 @@ static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->finalisable = 0;
 }
 
-static inline void push_pool(struct pool **list, struct pool *p) {
-  p->next = *list;
-  *list = p;
-}
-
 /* Allocation takes from avail only, and every pool there was put there
    during the cycle under way (the cycle start empties avail): stamping the
    pool here, as if marked, covers every block born MARKED in it this
@@ -223,7 +218,7 @@ static inline void push_pool(struct pool **list, struct pool *p) {
 static inline void push_avail(struct mgc_dom *d, struct pool *p) {
   atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
                         memory_order_relaxed);
-  push_pool(&d->heap.avail[p->cls], p);
+  mgc_pool_push(&d->heap.avail[p->cls], p);
 }
 
 /* A swept pool (or a kept one, after compaction) goes to avail if it has
@@ -232,7 +227,7 @@ static inline void push_swept(struct mgc_dom *d, struct pool *p) {
   if (mgc_pool_has_room(p))
     push_avail(d, p);
   else
-    push_pool(&d->heap.full[p->cls], p);
+    mgc_pool_push(&d->heap.full[p->cls], p);
 }
 
 /* Sweeps one pool (DESIGN §6.6): GARBAGE slots are freed (custom blocks
@@ -463,7 +458,7 @@ void mgc_heap_orphan(struct mgc_dom *d) {
         p->owner = NULL;
         if (!orphan_pools[c])
           orphan_pools_end[c] = &p->next;
-        push_pool(&orphan_pools[c], p);
+        mgc_pool_push(&orphan_pools[c], p);
         p = n;
       }
     }
