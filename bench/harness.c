@@ -701,7 +701,7 @@ static void read_machine(void) {
    hypervisor ran another guest on this vCPU, or the kernel ran something
    else).  A collector pause that meets such a gap is longer by as much, so
    the longest minor pauses in the tables cannot be read below these. */
-static double stall_max_ms, stall_per_s, stall_seconds;
+static double stall_max_ms, stall_seconds;
 static int stall_count;
 
 static void probe_stalls(double seconds) {
@@ -715,7 +715,6 @@ static void probe_stalls(double seconds) {
       stall_max_ms = gap * 1e3;
     last = t;
   }
-  stall_per_s = stall_count / seconds;
 }
 
 static void json_string(FILE *f, const char *s) {
@@ -1002,7 +1001,7 @@ int main(int argc, char **argv) {
   probe_stalls(smoke ? 0.5 : 3.0);
   printf("machine stalls: a thread reading the clock for %.1f s saw %d gaps"
          " over 1 ms (%.1f/s), the longest %.2f ms\n",
-         stall_seconds, stall_count, stall_per_s, stall_max_ms);
+         stall_seconds, stall_count, stall_count / stall_seconds, stall_max_ms);
   printf("runs: %d per implementation%s; wall and user+sys are medians,"
          " RSS the peak\n",
          runs, smoke ? " (smoke sizes)" : "");
