@@ -343,8 +343,16 @@ MGC_API void mgc_custom_register(mgc_value v, size_t mem, size_t max);
 /* Writes                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* Store into a field of any block: the write barrier. */
-MGC_API void mgc_modify(mgc_value *field, mgc_value v);
+/* Store into a field of any block: the write barrier.  Inline when the
+   field is in a minor heap (a store, release ordered as the slow path's);
+   mgc_modify_slow, which does the whole barrier, otherwise. */
+MGC_API void mgc_modify_slow(mgc_value *field, mgc_value v);
+static inline void mgc_modify(mgc_value *field, mgc_value v) {
+  if (MGC_LIKELY(mgc_is_young((mgc_value)field)))
+    __atomic_store_n(field, v, __ATOMIC_RELEASE);
+  else
+    mgc_modify_slow(field, v);
+}
 /* The write barrier without the store: to be called right after the
    embedder itself stored newv into *field, a field of block obj (a CAS,
    an atomic exchange, a fill), where old was the previous content.  Does

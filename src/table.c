@@ -90,7 +90,7 @@ static inline void remember(struct mgc_dom *d, mgc_value *fp) {
   *(mgc_value **)mgc_table_add(d, &d->major_ref) = fp;
 }
 
-void mgc_modify(mgc_value *fp, mgc_value v) {
+void mgc_modify_slow(mgc_value *fp, mgc_value v) {
   MGC_CHECK(fp != NULL, "mgc_modify: NULL field address");
   if (!mgc_is_young((mgc_value)fp)) {
     struct mgc_dom *d = mgc_self_or_fatal("mgc_modify");

@@ -294,6 +294,7 @@ static void test_scan_kinds(void) {
 
 static mgc_value wb_arr = MGC_UNIT;
 static mgc_value wb_a = MGC_UNIT, wb_b = MGC_UNIT;
+static mgc_value wb_keep = MGC_UNIT; /* a major block (test_modify_halves) */
 
 /* CAS: release, so that a domain reading the field sees the block's
    fields (what mgc_modify's release store does); the failure order is
@@ -400,6 +401,76 @@ static void test_write_barrier(void) {
   mgc_remove_global_root(&wb_a);
   mgc_remove_global_root(&wb_b);
   wb_a = wb_b = MGC_UNIT;
+}
+
+/* mgc_modify's two halves: the inline store for a field in a minor heap,
+   and mgc_modify_slow, which does the whole barrier whoever calls it.  A
+   young field is never remembered and never darkens what it held; an old
+   field that gets a young value is remembered once (again only when it
+   held no young value), and the value it loses is buffered for darkening;
+   values stored either way survive the collections, with the verifier. */
+static void test_modify_halves(void) {
+  MGC_PARAM0;
+  MGC_LOCAL3(old, yb, yv);
+  struct mgc_dom *d = self();
+  old = mgc_alloc_shr(4, 0);
+  for (int i = 0; i < 4; i++)
+    mgc_initialize(&MGC_FIELD(old, i), MGC_UNIT);
+  mgc_initialize(&MGC_FIELD(old, 3), wb_keep);
+  yv = mgc_alloc_small(1, 0);
+  MGC_FIELD(yv, 0) = MGC_VAL_INT(41);
+  yb = mgc_alloc_small(2, 0);
+  MGC_FIELD(yb, 0) = MGC_UNIT;
+  MGC_FIELD(yb, 1) = MGC_UNIT;
+  /* No safepoint from here to the counts (mgc_modify is none). */
+  if (mgc_is_young(yb) && mgc_is_young(yv)) {
+    mgc_grey_drain(d); /* so that the buffer does not fill meanwhile */
+    size_t refs = mgc_table_count(&d->major_ref), grey = d->grey_count;
+    mgc_modify(&MGC_FIELD(yb, 0), yv);
+    mgc_modify_slow(&MGC_FIELD(yb, 1), yv);
+    mgc_modify(&MGC_FIELD(yb, 0), old);
+    mgc_modify_slow(&MGC_FIELD(yb, 1), old);
+    CHECK(MGC_FIELD(yb, 0) == old && MGC_FIELD(yb, 1) == old,
+          "young fields hold what both halves stored");
+    CHECK(mgc_table_count(&d->major_ref) == refs && d->grey_count == grey,
+          "young fields: nothing remembered, nothing darkened (%zu, %zu)",
+          mgc_table_count(&d->major_ref) - refs, d->grey_count - grey);
+    mgc_modify(&MGC_FIELD(old, 0), yv);
+    mgc_modify_slow(&MGC_FIELD(old, 1), yv);
+    CHECK(mgc_table_count(&d->major_ref) == refs + 2,
+          "an old field given a young value is remembered, by either half");
+    mgc_modify(&MGC_FIELD(old, 0), yb);
+    mgc_modify_slow(&MGC_FIELD(old, 1), yb);
+    CHECK(mgc_table_count(&d->major_ref) == refs + 2,
+          "and not again while it holds a young value");
+    mgc_modify(&MGC_FIELD(old, 3), yv);
+    CHECK(d->grey_count == grey + 1 && d->grey[grey] == wb_keep,
+          "the major value an old field loses is buffered for darkening");
+    mgc_modify_slow(&MGC_FIELD(old, 2), wb_keep);
+    CHECK(d->grey_count == grey + 1,
+          "an old field that held an integer darkens nothing");
+  } else {
+    /* Torture mode collected between the allocations: the same stores,
+       checked by value only. */
+    mgc_modify(&MGC_FIELD(old, 0), yb);
+    mgc_modify_slow(&MGC_FIELD(old, 1), yb);
+    mgc_modify(&MGC_FIELD(yb, 0), old);
+    mgc_modify_slow(&MGC_FIELD(yb, 1), old);
+    mgc_modify(&MGC_FIELD(old, 3), yv);
+    mgc_modify_slow(&MGC_FIELD(old, 2), wb_keep);
+  }
+  mgc_minor_collection();
+  mgc_full_major();
+  CHECK_VERIFY("after stores by both halves of mgc_modify");
+  yb = MGC_FIELD(old, 0);
+  CHECK(MGC_FIELD(old, 1) == yb && MGC_IS_BLOCK(yb) && !mgc_is_young(yb) &&
+            MGC_FIELD(yb, 0) == old && MGC_FIELD(yb, 1) == old,
+        "the values stored survive, promoted");
+  yv = MGC_FIELD(old, 3);
+  CHECK(MGC_IS_BLOCK(yv) && MGC_FIELD(yv, 0) == MGC_VAL_INT(41) &&
+            MGC_FIELD(old, 2) == wb_keep,
+        "the block stored over the old value survives, and the old value");
+  MGC_DROP;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1467,6 +1538,12 @@ int main(void) {
     return check_done();
   test_scan_kinds();
   test_write_barrier();
+  mgc_register_global_root(&wb_keep);
+  wb_keep = mgc_alloc_shr(1, 0);
+  mgc_initialize(&MGC_FIELD(wb_keep, 0), MGC_VAL_INT(5));
+  test_modify_halves();
+  wb_keep = MGC_UNIT;
+  mgc_remove_global_root(&wb_keep);
   test_interrupts();
   test_custom_register();
   test_geometry();
