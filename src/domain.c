@@ -37,12 +37,9 @@ void mgc_domain_set_self(struct mgc_dom *d) {
   mgc_tls_state = d ? &d->fast : &mgc_no_domain_state;
 }
 
-struct mgc_dom *mgc_self_or_fatal(const char *what) {
-  struct mgc_fast_state *s = mgc_tls_state;
-  if (MGC_UNLIKELY(s == &mgc_no_domain_state))
-    mgc_fatal("%s called from a thread that is not an mgc domain%s", what,
-              mgc_rt.initialised ? "" : " (mgc_init has not been called)");
-  return (struct mgc_dom *)s;
+void mgc_self_or_fatal_slow(const char *what) {
+  mgc_fatal("%s called from a thread that is not an mgc domain%s", what,
+            mgc_rt.initialised ? "" : " (mgc_init has not been called)");
 }
 
 int mgc_domain_self(void) {

@@ -853,7 +853,16 @@ static inline word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize,
 }
 
 extern struct mgc_fast_state mgc_no_domain_state;
-struct mgc_dom *mgc_self_or_fatal(const char *what);
+_Noreturn void mgc_self_or_fatal_slow(const char *what);
+/* The calling thread's domain; a fatal error naming `what` on a thread that
+   is not a domain.  Inline: the barrier's and allocation's slow paths take
+   it on every call. */
+static inline struct mgc_dom *mgc_self_or_fatal(const char *what) {
+  struct mgc_fast_state *s = mgc_tls_state;
+  if (MGC_UNLIKELY(s == &mgc_no_domain_state))
+    mgc_self_or_fatal_slow(what);
+  return (struct mgc_dom *)s;
+}
 static inline struct mgc_dom *mgc_self(void) {
   return (struct mgc_dom *)mgc_tls_state;
 }

@@ -9,6 +9,9 @@
  *                 the two replace each other (one slot);
  *   domain user:  NULL before it is set and on a thread that is not a
  *                 domain; the hook sees it (the verifier included);
+ *   mgc_modify's halves: the inline store into a young field and
+ *                 mgc_modify_slow: what each remembers and darkens, a
+ *                 full grey buffer drained by the barrier;
  *   write barrier without the store: young values CASed and exchanged into
  *                 an old block survive minor and major collections with
  *                 the verifier; the deletion barrier: a value moved by CAS
@@ -449,6 +452,14 @@ static void test_modify_halves(void) {
     mgc_modify_slow(&MGC_FIELD(old, 2), wb_keep);
     CHECK(d->grey_count == grey + 1,
           "an old field that held an integer darkens nothing");
+    /* Past a full buffer: drained once, then the value pushed. */
+    size_t g0 = d->grey_count, stores = GREY_CAPACITY + 3 - g0;
+    for (size_t k = 0; k < stores; k++)
+      mgc_modify(&MGC_FIELD(old, 2), k % 2 ? wb_keep : old);
+    CHECK(d->grey_count == 3 && d->grey[2] == (stores % 2 ? wb_keep : old),
+          "a full grey buffer is drained, then takes the value (%zu)",
+          d->grey_count);
+    mgc_modify(&MGC_FIELD(old, 2), wb_keep);
   } else {
     /* Torture mode collected between the allocations: the same stores,
        checked by value only. */
