@@ -130,6 +130,7 @@ static struct mgc_dom *dom_prepare(int id) {
   memset(&d->pauses, 0, sizeof d->pauses);
   memset(&d->major_pauses, 0, sizeof d->major_pauses);
   d->backup_state = BACKUP_RUNNING;
+  d->backup_wakeups = 0; /* no backup thread yet: the slot is ours */
   d->has_backup = false;
   d->terminating = false;
   return d;
@@ -219,6 +220,7 @@ static void *backup_main(void *arg) {
       continue;
     }
     pthread_cond_wait(&d->intr_cond, &d->intr_lock);
+    d->backup_wakeups++;
   }
   d->backup_state = BACKUP_RUNNING;
   pthread_mutex_unlock(&d->intr_lock);

@@ -703,6 +703,7 @@ struct mgc_dom {
   pthread_mutex_t intr_lock;   /* protects backup_state, with intr_cond */
   pthread_cond_t intr_cond;
   enum backup_state backup_state;
+  uint64_t backup_wakeups; /* returns from the backup's wait (intr_lock) */
   bool has_backup;
   pthread_t backup_thread;
   bool in_use; /* slot taken (under all_domains_lock) */

@@ -86,24 +86,35 @@ bool mgc_stw_in_progress(void) {
   return LOAD_ACQUIRE(&mgc_rt.stw_leader) != NULL;
 }
 
+/* Wakes target's backup thread, only when its domain sits in a blocking
+   section: a running domain serves the request itself at its next poll,
+   and a signal to an idle backup thread only put that thread on the
+   domain's processor for nothing (each one preempted a mutator: about
+   18000 of them in a 6-second mt-binarytrees run at D=2).  No request is
+   lost: the caller stored what the backup thread tests (backup_has_work)
+   before taking intr_lock, and a domain that enters a blocking section
+   after this look sets the state under the same lock and signals itself,
+   so the backup thread's test after it wakes sees the request. */
+static void wake_backup(struct mgc_dom *target) {
+  pthread_mutex_lock(&target->intr_lock);
+  if (target->backup_state == BACKUP_BLOCKING)
+    pthread_cond_signal(&target->intr_cond);
+  pthread_mutex_unlock(&target->intr_lock);
+}
+
 /* Asks target to join the section.  The seq_cst store of the flag pairs
-   with the owner's limit reset (see mgc_reset_young_limit); the signal
-   wakes its backup thread when the domain sits in a blocking section. */
+   with the owner's limit reset (see mgc_reset_young_limit). */
 void mgc_stw_interrupt(struct mgc_dom *target) {
   atomic_store(&target->interrupt_pending, 1);
   __atomic_store_n(&target->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&target->intr_lock);
-  pthread_cond_signal(&target->intr_cond);
-  pthread_mutex_unlock(&target->intr_lock);
+  wake_backup(target);
 }
 
 /* Makes target's next allocation or poll take the slow path and wakes its
    backup thread, without a section: a global slice request. */
 void mgc_domain_interrupt(struct mgc_dom *target) {
   __atomic_store_n(&target->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
-  pthread_mutex_lock(&target->intr_lock);
-  pthread_cond_signal(&target->intr_cond);
-  pthread_mutex_unlock(&target->intr_lock);
+  wake_backup(target);
 }
 
 static void run_section(struct mgc_dom *d) {
