@@ -207,7 +207,7 @@ struct pool {
      reading it (DESIGN 6.6). */
   _Atomic uint64_t marked_cycle;
   uint32_t finalisable; /* Custom blocks or continuations were put in it */
-  uint32_t pad;
+  uint32_t whsize;      /* mgc_class_whsize[cls], read by every allocation */
 };
 #define POOL_HEADER_WORDS (sizeof(struct pool) / WORD)
 
@@ -249,7 +249,7 @@ static inline word *mgc_pool_end(struct pool *p) {
   return (word *)p + POOL_WORDS;
 }
 static inline bool mgc_pool_has_room(struct pool *p) {
-  return p->free || p->bump + mgc_class_whsize[p->cls] <= mgc_pool_end(p);
+  return p->free || p->bump + p->whsize <= mgc_pool_end(p);
 }
 
 void mgc_heap_init(void);
@@ -809,21 +809,28 @@ static inline void mgc_pay_work(intptr_t w) {
    its next sweep. */
 static inline word *mgc_pool_take(struct mgc_dom *d, struct pool *p) {
   word *hp = p->free;
+  bool full;
+  p->live++;
   if (hp) {
-    p->free = (word *)hp[1];
+    word *next = (word *)hp[1];
+    p->free = next;
     /* The next allocation will write there: start fetching it now.  That
        is one allocation ahead only (the list's links are in the slots),
        but the list runs up the pool (sweep_pool), so the lines a few
        allocations ahead are those just above this slot: fetch those too
        (past the pool's end, a prefetch never faults). */
-    __builtin_prefetch(p->free, 1);
+    __builtin_prefetch(next, 1);
     __builtin_prefetch((char *)hp + MGC_FREE_LIST_AHEAD, 1);
+    full = !next && p->bump + p->whsize > mgc_pool_end(p);
   } else {
-    hp = p->bump;
-    p->bump += mgc_class_whsize[p->cls];
+    /* The free list is empty and stays so: only the bump region is left
+       (the tests are mgc_pool_has_room's, each path's half). */
+    word *bump = hp = p->bump;
+    bump += p->whsize;
+    p->bump = bump;
+    full = bump + p->whsize > mgc_pool_end(p);
   }
-  p->live++;
-  if (!mgc_pool_has_room(p)) {
+  if (full) {
     d->heap.avail[p->cls] = p->next;
     mgc_pool_push(&d->heap.full[p->cls], p);
   }
@@ -832,25 +839,31 @@ static inline word *mgc_pool_take(struct mgc_dom *d, struct pool *p) {
 
 /* Allocates wosize words in the major heap of d; returns the header address
    with the header written (colour MARKED) or NULL when out of memory.
+   mgc_heap_alloc_hd takes the header whole (its colour is replaced):
+   promotion passes the young block's, which it has at hand.
    Inline, since promotion calls it for every block it copies: the common
    case takes a slot from the class's first pool on avail, every other
    case goes to mgc_heap_alloc_slow (src/pool.c). */
-static inline word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize,
-                                   unsigned tag, unsigned reserved) {
+static inline word *mgc_heap_alloc_hd(struct mgc_dom *d, word hd) {
+  size_t wosize = MGC_WOSIZE_HD(hd);
+  unsigned tag = MGC_TAG_HD(hd);
   size_t wh = WHSIZE(wosize);
   struct pool *p;
   if (MGC_UNLIKELY(wh > MAX_POOL_WHSIZE) || tag == MGC_TAG_CUSTOM ||
       tag == MGC_TAG_CONT ||
       MGC_UNLIKELY(!(p = d->heap.avail[mgc_class_of[wh]])))
-    return mgc_heap_alloc_slow(d, wosize, tag, reserved);
+    return mgc_heap_alloc_slow(d, wosize, tag, MGC_RESERVED_HD(hd));
   word *hp = mgc_pool_take(d, p);
   /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
      to other domains only through a later release store of its address.
      The pool was stamped when it went on avail in this cycle (push_avail):
      a block born MARKED needs no more. */
-  STORE_RELAXED(AWORD(hp),
-                MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.marked);
+  STORE_RELAXED(AWORD(hp), WITH_COLOUR(hd, mgc_colours.marked));
   return hp;
+}
+static inline word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize,
+                                   unsigned tag, unsigned reserved) {
+  return mgc_heap_alloc_hd(d, MGC_MAKE_HEADER(wosize, tag, reserved));
 }
 
 extern struct mgc_fast_state mgc_no_domain_state;

@@ -404,7 +404,7 @@ static void make_filler(mgc_value copy, size_t wosize) {
    saved registers per block). */
 static inline __attribute__((always_inline)) mgc_value
 alloc_copy(struct promote_ctx *c, size_t wosize, word hd) {
-  word *hp = mgc_heap_alloc(c->d, wosize, MGC_TAG_HD(hd), MGC_RESERVED_HD(hd));
+  word *hp = mgc_heap_alloc_hd(c->d, hd);
   if (!hp)
     mgc_fatal("out of memory while promoting a block of %zu words", wosize);
   c->promoted_words += WHSIZE(wosize);

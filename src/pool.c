@@ -201,6 +201,7 @@ static void pool_release(struct pool *p) {
 static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->owner = d;
   p->cls = cls;
+  p->whsize = mgc_class_whsize[cls];
   p->live = 0;
   p->free = NULL;
   p->bump = pool_first_slot(p);

@@ -409,6 +409,11 @@ static void check_pool(void *data, struct pool *p, bool swept) {
     report(vf, "pool %p has a bad size class %u", (void *)p, p->cls);
     return;
   }
+  if (p->whsize != mgc_class_whsize[p->cls]) {
+    report(vf, "pool %p of class %u has slots of %u words, not %u", (void *)p,
+           p->cls, p->whsize, (unsigned)mgc_class_whsize[p->cls]);
+    return;
+  }
   word *start, *end;
   size_t wh;
   mgc_pool_bounds(p, &start, &end, &wh);

@@ -21,7 +21,11 @@
  *   after a minor collection the pools the next one may promote into are
  *   mapped and faulted in outside its pause (DESIGN §6.1);
  *   a pause histogram's percentiles are upper bounds within 1/16 of the
- *   exact ones, and its maximum is exact.
+ *   exact ones, and its maximum is exact;
+ *   30  major allocation (mgc_heap_alloc_hd, promotion's) writes the header
+ *   it is given with its colour made MARKED, and moves a pool from avail to
+ *   full exactly when it has no room left, from the bump region of fresh
+ *   pools and from the free lists of swept ones.
  */
 #include "../src/internal.h"
 #include "check.h"
@@ -653,7 +657,83 @@ static void test_histogram(void) {
   check_histogram(ns, 40, "a few ns");
 }
 
+/* Allocates blocks of 6 fields in the major heap as promotion does, keeping
+   every third in the list at *list; checks after each that the block came
+   from the pool first on avail, and that this pool is still there exactly
+   when it has room.  Returns how many came from a free list. */
+static size_t take_blocks(struct mgc_dom *d, long n, mgc_value *list,
+                          bool *ok) {
+  unsigned cls = mgc_class_of[WHSIZE(6)];
+  size_t from_list = 0;
+  for (long i = 0; i < n; i++) {
+    struct pool *p = d->heap.avail[cls];
+    bool listed = p && p->free;
+    word *hp = mgc_heap_alloc_hd(d, MGC_MAKE_HEADER(6, 0, 0));
+    if (!hp) {
+      *ok = false;
+      return from_list;
+    }
+    mgc_value b = (mgc_value)(hp + 1);
+    for (int f = 0; f < 6; f++)
+      mgc_initialize(&MGC_FIELD(b, f), MGC_VAL_INT(i));
+    if (i % 3 == 0) {
+      mgc_modify(&MGC_FIELD(b, 0), *list);
+      *list = b;
+    }
+    struct pool *q = mgc_pool_of((word)hp);
+    if (p)
+      *ok &= q == p;
+    *ok &= (d->heap.avail[cls] == q) == mgc_pool_has_room(q);
+    from_list += listed;
+  }
+  return from_list;
+}
+
+static void test_pool_take(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  struct mgc_dom *d = self();
+  /* The colour bits given (here those of an out-of-heap block) are
+     replaced; size, tag and reserved byte are kept. */
+  word *hp = mgc_heap_alloc_hd(d, MGC_MAKE_HEADER(6, MGC_TAG_ABSTRACT, 0x5A) |
+                                      MGC_COLOUR_NOT_MARKABLE);
+  CHECK(hp && *hp == (MGC_MAKE_HEADER(6, MGC_TAG_ABSTRACT, 0x5A) |
+                      mgc_colours.marked),
+        "the header given, coloured MARKED (%#lx)",
+        hp ? (unsigned long)*hp : 0ul);
+  MGC_PARAM0;
+  MGC_LOCAL1(list);
+  list = MGC_UNIT;
+  long per_pool = (long)((POOL_WORDS - POOL_HEADER_WORDS) /
+                         mgc_class_whsize[mgc_class_of[WHSIZE(6)]]);
+  bool ok = true;
+  /* The last pool half used: after the sweeps it has a free list below
+     its bump region, and allocation takes both. */
+  long n1 = 4 * per_pool + per_pool / 2, n2 = 4 * per_pool;
+  take_blocks(d, n1, &list, &ok);
+  CHECK(ok, "bump regions: a pool leaves avail exactly when it is full");
+  /* Two thirds of those blocks die: three cycle ends free them (the pools
+     were born in the first, whose sweep skips them). */
+  for (int i = 0; i < 3; i++)
+    mgc_major_collection();
+  ok = true;
+  size_t from_list = take_blocks(d, n2, &list, &ok);
+  CHECK(ok, "free lists: a pool leaves avail exactly when it is full");
+  /* Fewer in compact mode (C=1), where compaction empties the pools with
+     most free slots at each cycle end. */
+  CHECK(from_list > 0, "blocks came from free lists (%zu of %ld)", from_list,
+        n2);
+  size_t listed = 0;
+  for (mgc_value c = list; c != MGC_UNIT; c = MGC_FIELD(c, 0))
+    listed++;
+  CHECK(listed == (size_t)((n1 + 2) / 3 + (n2 + 2) / 3),
+        "the kept blocks are all listed (%zu)", listed);
+  CHECK(mgc_verify_heap() == 0, "verifier");
+  MGC_DROP;
+  mgc_shutdown();
+}
+
 int main(void) {
+  test_pool_take();
   test_remset_overflow();
   test_after_minor();
   test_mark_stack_prune();
