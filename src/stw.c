@@ -110,8 +110,9 @@ void mgc_stw_interrupt(struct mgc_dom *target) {
   wake_backup(target);
 }
 
-/* Makes target's next allocation or poll take the slow path and wakes its
-   backup thread, without a section: a global slice request. */
+/* Makes target's next allocation or poll take the slow path and, when it
+   is in a blocking section, wakes its backup thread; no section: a global
+   slice request. */
 void mgc_domain_interrupt(struct mgc_dom *target) {
   __atomic_store_n(&target->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
   wake_backup(target);
