@@ -53,23 +53,21 @@ TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRCS))
 TFLAGS := -std=c11 $(WARN) -O1 -g -Iinclude -DMGC_DEBUG=2
 
+test_objs = $(patsubst src/%.c,$(BUILD)/tests/obj-$(1)/%.o,$(SRCS))
+
 define test_build
 $(BUILD)/tests/obj-$(1)/%.o: src/%.c $(HDRS)
 	@mkdir -p $$(dir $$@)
 	$$(CC) $$(TFLAGS) $(2) -c $$< -o $$@
-$(BUILD)/tests/$(1)/%: tests/%.c \
-    $(patsubst src/%.c,$(BUILD)/tests/obj-$(1)/%.o,$(SRCS)) $(HDRS) \
+$(BUILD)/tests/$(1)/%: tests/%.c $(call test_objs,$(1)) $(HDRS) \
     $(wildcard tests/*.h)
 	@mkdir -p $$(dir $$@)
-	$$(CC) $$(TFLAGS) $(2) \
-	  $(patsubst src/%.c,$(BUILD)/tests/obj-$(1)/%.o,$(SRCS)) $$< -o $$@ \
-	  $$(LDLIBS)
+	$$(CC) $$(TFLAGS) $(2) $(call test_objs,$(1)) $$< -o $$@ $$(LDLIBS)
 endef
 # (The sanitizer flags go through variables: a comma inside $(call ...)
 # would split the argument.)  The objects are kept (make would delete them
 # as intermediate files of a pattern chain).
-.SECONDARY: $(foreach w,plain asan tsan,\
-  $(patsubst src/%.c,$(BUILD)/tests/obj-$(w)/%.o,$(SRCS)))
+.SECONDARY: $(foreach w,plain asan tsan,$(call test_objs,$(w)))
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer \
   -fno-sanitize-recover=undefined
 TSAN_FLAGS := -fsanitize=thread
