@@ -738,7 +738,7 @@ MGC_API void mgc_major_slice(intptr_t work);
 MGC_API void mgc_major_collection(void);
 /* Finish the major cycle under way, as mgc_major_collection, and compact
    the heap at its end (the compaction of mgc_compact, at that cycle end:
-   what was unreachable when the cycle started is freed, the rest moves as
+   what was unreachable when its marking started is freed, the rest moves as
    needed).  OCaml's caml_finish_major_cycle(1). */
 MGC_API void mgc_major_collection_compact(void);
 /* Empty the minor heaps, then run three major cycles, the calling domain's

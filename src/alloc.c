@@ -4,7 +4,8 @@
  *
  * Checks every size and tag it is given (a misuse goes through mgc_fatal,
  * never silent corruption).  Small blocks go to the caller's minor heap,
- * larger ones (and mgc_alloc_shr) to its major heap, born MARKED.
+ * larger ones (and mgc_alloc_shr) to its major heap, born in the
+ * allocation colour (MARKED once marking has started, invariant 19).
  *
  * Phases: mutator; mgc_custom_after_minor runs inside the minor STW
  * section, after the end barrier (invariant 23).
@@ -70,7 +71,8 @@ static void fill(mgc_value v, size_t wosize, unsigned tag) {
     memset((void *)v, 0, wosize * WORD);
 }
 
-/* A block in d's major heap, born MARKED; OOM goes to the handler. */
+/* A block in d's major heap, born in the allocation colour; OOM goes to
+   the handler. */
 mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
                           unsigned reserved, bool do_fill) {
   word *hp = mgc_heap_alloc(d, wosize, tag, reserved);

@@ -306,7 +306,8 @@ int mgc_init(const mgc_params *given) {
   mgc_colours.marked = (word)0 << 8;
   mgc_colours.unmarked = (word)1 << 8;
   mgc_colours.garbage = (word)2 << 8;
-  mgc_colours.cycle = 0; /* = mgc_rt.major_cycles */
+  mgc_colours.cycle = 0;                  /* = mgc_rt.major_cycles */
+  mgc_colours.alloc = mgc_colours.marked; /* PHASE_MARK_MAIN */
   atomic_store(&mgc_minor_gcs_started, 0);
   mgc_heap_init();
   mgc_roots_init();

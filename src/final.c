@@ -18,9 +18,11 @@
  *    run), which may restart marking;
  *  - PHASE_SWEEP_EPHE, once per domain per cycle: unmarked last-kind
  *    values are queued without their value (invariant 35).
- * Values registered during a cycle are marked (held by the mutator) or
- * young, so a domain whose table was empty at the cycle start has nothing
- * to examine in that cycle: it counts its update as done at once.
+ * Values registered during a cycle's marking are marked (held by the
+ * mutator) or young, so a domain whose table was empty at the mark start
+ * has nothing to examine in that cycle: it counts its update as done at
+ * once.  (Before the mark start, in PHASE_SWEEP_FIRST, the tables are
+ * left as the last cycle settled them.)
  *
  * Order: the values found dead by one examination form a batch; batches
  * run in the order they were found, and within a batch finalisers run in
@@ -317,8 +319,8 @@ bool mgc_final_update_last(struct mgc_dom *d) {
 }
 
 /* Queued values (and the one whose finaliser runs) are roots. */
-void mgc_final_scan_roots(struct mgc_dom *d, mgc_root_action act, void *ctx) {
-  struct mgc_final_info *f = d->final;
+static void scan_queue(struct mgc_final_info *f, mgc_root_action act,
+                       void *ctx) {
   for (struct final_batch *b = f->head; b; b = b->next)
     for (size_t i = 0; i < b->count; i++)
       if (b->items[i].with_value)
@@ -327,7 +329,22 @@ void mgc_final_scan_roots(struct mgc_dom *d, mgc_root_action act, void *ctx) {
     act(ctx, f->running_val, &f->running_val);
 }
 
-/* STW, each domain, at the cycle start: a domain with no watched value
+void mgc_final_scan_roots(struct mgc_dom *d, mgc_root_action act, void *ctx) {
+  scan_queue(d->final, act, ctx);
+}
+
+/* STW, at the mark start, by the domain that darkens the global roots: the
+   queues of terminated domains not adopted yet.  A domain that terminates
+   before the mark start (in PHASE_SWEEP_FIRST) hands over values that its
+   own roots no longer hold, and that this cycle must keep for their
+   finalisers.  (One that terminates later had them darkened as its
+   roots.)  No mutator runs, so the list cannot change meanwhile. */
+void mgc_final_scan_orphan_roots(mgc_root_action act, void *ctx) {
+  for (struct mgc_final_info *f = LOAD_ACQUIRE(&orphans); f; f = f->next)
+    scan_queue(f, act, ctx);
+}
+
+/* STW, each domain, at the mark start: a domain with no watched value
    has nothing to examine in this cycle (see the file comment). */
 void mgc_final_cycle_start(struct mgc_dom *d) {
   struct mgc_final_info *f = d->final;
@@ -361,17 +378,22 @@ bool mgc_final_has_any(struct mgc_dom *d) {
 /* ------------------------------------------------------------------------ */
 
 /* A terminating domain (a participant still, its minor heap empty) hands
-   its tables and queue over, in PHASE_MARK_MAIN only: there no domain has
-   examined its tables in this cycle yet, so the adopter examines the
-   merged ones with its own.  Then its countdowns are settled. */
+   its tables and queue over, in PHASE_SWEEP_FIRST or PHASE_MARK_MAIN only:
+   there no domain has examined its tables in this cycle yet, so the
+   adopter (in PHASE_MARK_MAIN) examines the merged ones with its own.
+   Then its countdowns are settled (in PHASE_SWEEP_FIRST they are from the
+   last cycle, settled already: the mark start counts the domain in only
+   if it is still a participant then). */
 void mgc_final_orphan(struct mgc_dom *d) {
   struct mgc_final_info *f = d->final;
   if (mgc_final_has_any(d)) {
     atomic_fetch_add_explicit(&mgc_rt.counts.orphaning_finalisers, 1,
                               memory_order_relaxed);
-    if (mgc_gc_phase() != PHASE_MARK_MAIN)
+    enum mgc_phase ph = mgc_gc_phase();
+    if (ph != PHASE_MARK_MAIN && ph != PHASE_SWEEP_FIRST)
       mgc_major_finish_cycle(d, 1, false);
-    MGC_CHECK(mgc_gc_phase() == PHASE_MARK_MAIN,
+    ph = mgc_gc_phase();
+    MGC_CHECK(ph == PHASE_MARK_MAIN || ph == PHASE_SWEEP_FIRST,
               "finalisers orphaned outside the main marking phase");
     f = d->final; /* unchanged: finishing a cycle keeps the tables */
     MGC_ASSERT(f->first.old == f->first.young && f->last.old == f->last.young);

@@ -193,10 +193,12 @@ struct pool {
   struct mgc_dom *owner;
   uint32_t cls;
   uint32_t live; /* live slots after the last sweep/alloc */
-  /* mgc_colours.cycle + 1 at the moment the pool was taken fresh, until
-     it is first swept; 0 after.  A pool taken during cycle n holds only
-     blocks born MARKED in cycle n, so the sweep of cycle n + 1 would free
-     nothing: it is skipped (invariant 26 holds for it as it is). */
+  /* mgc_colours.cycle + 1 at the moment the pool was taken fresh while
+     blocks are born MARKED, until it is first swept; 0 after, and 0 for a
+     pool taken before the mark start.  A pool taken during the marking of
+     cycle n holds only blocks born MARKED in cycle n, so the sweep of
+     cycle n + 1 would free nothing: it is skipped (invariant 26 holds for
+     it as it is). */
   uint64_t born;
   /* mgc_colours.cycle when a block of the pool was last marked, or when
      the pool was last put on avail (where blocks are born MARKED).
@@ -327,6 +329,10 @@ struct mgc_colours {
   /* The number of the cycle under way (mgc_rt.major_cycles, moved with
      the colours): the stamp of a pool's marked_cycle. */
   uint64_t cycle;
+  /* The colour of new major blocks (invariant 19): UNMARKED before the
+     mark start (PHASE_SWEEP_FIRST: the snapshot, taken later, traces
+     them), MARKED from then on. */
+  word alloc;
 };
 extern struct mgc_colours mgc_colours;
 
@@ -351,8 +357,24 @@ static inline void mgc_pool_stamp(mgc_value v, word hd) {
 enum mgc_phase {
   PHASE_MARK_MAIN,  /* sweep, mark, ephemeron rounds, adopt orphans */
   PHASE_MARK_FINAL, /* first-kind finalisers found, marking finishes */
-  PHASE_SWEEP_EPHE  /* ephemerons cleaned, last-kind finalisers found */
+  PHASE_SWEEP_EPHE, /* ephemerons cleaned, last-kind finalisers found */
+  PHASE_SWEEP_FIRST /* the cycle's start: sweep only, nothing marked yet */
 };
+
+/* Whether marking is under way: in every phase but PHASE_SWEEP_FIRST,
+   before whose end no snapshot is taken, so that nothing needs darkening
+   (invariant 12).  Written with the phase, inside STW sections only; read
+   by every write barrier, hence on a cache line of its own (the phase's
+   line also holds counts that slices write).  Relaxed: it changes only
+   while no mutator runs, and the sections' barriers order that store
+   before any mutator's later load. */
+struct mgc_marking_flag {
+  _Alignas(64) _Atomic bool on;
+};
+extern struct mgc_marking_flag mgc_marking;
+static inline bool mgc_marking_on(void) {
+  return LOAD_RELAXED(&mgc_marking.on);
+}
 
 /* Per-cycle countdowns (invariant 32), reset at each cycle start to the
    number of participants, each decremented at most once per domain per
@@ -385,6 +407,12 @@ void mgc_grey_drain(struct mgc_dom *d);
    change phases at barriers instead of starting sections of their own. */
 enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
+/* Every participant of a section, in PHASE_SWEEP_FIRST: whether marking
+   starts in it (every pool swept; from then on blocks are born MARKED);
+   then, with every minor heap empty, the mark start itself. */
+bool mgc_major_mark_start_due(int n);
+void mgc_major_mark_start(struct mgc_dom *d, int n);
+void mgc_darken_copy_field(struct mgc_dom *d, mgc_value v);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
 void mgc_mark_share_teardown(void);
@@ -464,6 +492,7 @@ void mgc_final_scan_young(struct mgc_dom *d, mgc_root_action f, void *ctx);
 void mgc_final_after_minor(struct mgc_dom *d);
 /* Major: the values waiting for their finaliser are roots. */
 void mgc_final_scan_roots(struct mgc_dom *d, mgc_root_action f, void *ctx);
+void mgc_final_scan_orphan_roots(mgc_root_action f, void *ctx);
 bool mgc_final_update_first(struct mgc_dom *d); /* true: done just now */
 bool mgc_final_update_last(struct mgc_dom *d);
 void mgc_final_cycle_start(struct mgc_dom *d);
@@ -854,11 +883,11 @@ static inline word *mgc_heap_alloc_hd(struct mgc_dom *d, word hd) {
       MGC_UNLIKELY(!(p = d->heap.avail[mgc_class_of[wh]])))
     return mgc_heap_alloc_slow(d, wosize, tag, MGC_RESERVED_HD(hd));
   word *hp = mgc_pool_take(d, p);
-  /* Born MARKED (invariant 19).  Relaxed store: the block becomes visible
-     to other domains only through a later release store of its address.
-     The pool was stamped when it went on avail in this cycle (push_avail):
-     a block born MARKED needs no more. */
-  STORE_RELAXED(AWORD(hp), WITH_COLOUR(hd, mgc_colours.marked));
+  /* Born in the allocation colour (invariant 19).  Relaxed store: the
+     block becomes visible to other domains only through a later release
+     store of its address.  The pool was stamped when it went on avail in
+     this cycle (push_avail): a block born MARKED needs no more. */
+  STORE_RELAXED(AWORD(hp), WITH_COLOUR(hd, mgc_colours.alloc));
   return hp;
 }
 static inline word *mgc_heap_alloc(struct mgc_dom *d, size_t wosize,

@@ -1,21 +1,29 @@
 /* The major collector: colours, darkening, the mark stack, slices paced by
  * allocation, the phases of a cycle and its end (DESIGN §6.3-6.10).
  *
- * Snapshot at the beginning: at each cycle start, inside a STW section with
- * every minor heap empty, the meanings of the colours rotate (MARKED becomes
- * UNMARKED, UNMARKED becomes GARBAGE, GARBAGE becomes MARKED; no header is
- * touched) and every domain darkens its roots.  During the cycle each domain
- * sweeps its own pools and marks from its own mark stack in slices, while
- * mutators run (a domain out of marking takes entries another domain
- * shares, invariant 43); the write barrier darkens every overwritten major
- * value (invariant 12), new blocks are born MARKED (invariant 19), so every
- * block reachable at the snapshot or allocated since is MARKED once every
- * mark stack, the shared pool and every barrier buffer are empty.
+ * A cycle starts in a STW section with every minor heap empty (the cycle
+ * end): the meanings of the colours rotate (MARKED becomes UNMARKED,
+ * UNMARKED becomes GARBAGE, GARBAGE becomes MARKED; no header is touched)
+ * and each domain sweeps its own pools in slices, marking nothing: the
+ * write barrier darkens nothing then, and loads the overwritten value only
+ * to store a young one (invariant 12).  Once every pool is swept, the
+ * snapshot is taken (the mark start): in another STW section, with every
+ * minor heap emptied again, every domain darkens its roots.  From then on
+ * each domain marks from its own mark stack in slices, while mutators run
+ * (a domain out of marking takes entries another domain shares, invariant
+ * 43); the write barrier darkens every overwritten major value, new blocks
+ * are born MARKED (invariant 19), so every block reachable at the snapshot
+ * or allocated since is MARKED once every mark stack, the shared pool and
+ * every barrier buffer are empty.  Sweeping first makes the barrier cheap
+ * for a part of each cycle, and keeps less garbage: what dies before the
+ * snapshot is not marked.
  *
  * The end of marking is detected concurrently, with OCaml 5.2's phases and
  * countdowns (mgc_rt.counts, invariants 31-35):
  *
  *   phase             work in it                  leaves when (global)
+ *   PHASE_SWEEP_FIRST sweep, adopt ephemeron      to_sweep = 0: mark start
+ *                     orphans
  *   PHASE_MARK_MAIN   sweep, mark, ephemeron      to_sweep = to_mark = 0,
  *                     rounds, adopt orphans       ephemeron rounds stable,
  *                                                 no orphans, nobody orphaning
@@ -30,8 +38,9 @@
  * which every domain first drains its barrier buffer (which may re-open its
  * marking) and the last to arrive at the barrier checks again and changes
  * the phase.  The cycle end is a STW section that empties the minor heaps,
- * rotates the colours, darkens the roots and starts the next cycle; it
- * finishes no marking: its pause is the major STW pause of the statistics.
+ * rotates the colours and starts the next cycle; the mark start one that
+ * empties them and darkens the roots.  Neither finishes any marking: their
+ * pauses are the major STW pauses of the statistics.
  *
  * Marking only turns UNMARKED into MARKED (invariant 27); on Lazy and
  * Forcing blocks that change is a CAS, because a mutator may be changing
@@ -48,7 +57,11 @@
 #include <string.h>
 
 /* Initial meanings: 0 MARKED, 1 UNMARKED, 2 GARBAGE (DESIGN §1.2). */
-struct mgc_colours mgc_colours = {(word)1 << 8, (word)0 << 8, (word)2 << 8, 0};
+struct mgc_colours mgc_colours = {(word)1 << 8, (word)0 << 8, (word)2 << 8, 0,
+                                  (word)0 << 8};
+
+/* The first cycle starts in PHASE_MARK_MAIN (mgc_major_init). */
+struct mgc_marking_flag mgc_marking = {true};
 
 size_t mgc_mark_stack_cap_for_tests;
 _Atomic size_t mgc_mark_stack_prunes;
@@ -424,11 +437,16 @@ static intptr_t scan_cont(struct mgc_dom *d, mgc_value k, bool may_reopen) {
 }
 
 /* A taker's darkening (fiber.c): the stack is scanned before it runs. */
-void mgc_darken_cont(struct mgc_dom *d, mgc_value k) { scan_cont(d, k, true); }
+void mgc_darken_cont(struct mgc_dom *d, mgc_value k) {
+  if (mgc_marking_on())
+    scan_cont(d, k, true);
+}
 
-/* Darkens one value now (roots, weak getters, finalised values). */
+/* Darkens one value now (roots, weak getters, finalised values).  Before
+   marking starts nothing needs it: the snapshot, not yet taken, will see
+   v wherever the program keeps it. */
 void mgc_darken(struct mgc_dom *d, mgc_value v) {
-  if (!MGC_IS_BLOCK(v) || mgc_is_young(v) || v == 0)
+  if (!MGC_IS_BLOCK(v) || mgc_is_young(v) || v == 0 || !mgc_marking_on())
     return;
   mark_block_with(d, v, true);
 }
@@ -831,8 +849,21 @@ enum mgc_phase mgc_gc_phase(void) {
   return (enum mgc_phase)LOAD_RELAXED(&mgc_rt.phase);
 }
 
+/* By the last arriver at a barrier of a STW section: the phase, and with
+   it whether the barrier darkens (invariant 31). */
+static void set_phase(enum mgc_phase p) {
+  STORE_RELAXED(&mgc_rt.phase, (int)p);
+  STORE_RELAXED(&mgc_marking.on, p != PHASE_SWEEP_FIRST);
+}
+
 static bool no_orphans(void) {
   return mgc_ephe_no_orphans() && mgc_final_no_orphans();
+}
+
+/* Every pool swept: marking may start (mark_start_body). */
+static bool complete_sweep_first(void) {
+  return mgc_gc_phase() == PHASE_SWEEP_FIRST &&
+         LOAD_ACQUIRE(&mgc_rt.counts.to_sweep) == 0;
 }
 
 static bool complete_main(void) {
@@ -859,7 +890,8 @@ static bool complete_sweep_ephe(void) {
 }
 
 static const char *phase_name(enum mgc_phase p) {
-  return p == PHASE_MARK_MAIN    ? "main marking"
+  return p == PHASE_SWEEP_FIRST  ? "sweeping before marking"
+         : p == PHASE_MARK_MAIN  ? "main marking"
          : p == PHASE_MARK_FINAL ? "final marking"
                                  : "ephemeron sweeping";
 }
@@ -877,11 +909,11 @@ static bool change_phase_body(struct mgc_dom *d, int n,
   if (mgc_stw_barrier_begin(n)) {
     enum mgc_phase before = mgc_gc_phase();
     if (complete_main())
-      STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_FINAL);
+      set_phase(PHASE_MARK_FINAL);
     if (complete_final()) {
       STORE_RELAXED(&mgc_rt.counts.to_ephe_sweep,
                     mgc_ephe_start_sweep_phase(parts, n));
-      STORE_RELAXED(&mgc_rt.phase, PHASE_SWEEP_EPHE);
+      set_phase(PHASE_SWEEP_EPHE);
     }
     if (mgc_gc_phase() != before) {
       mgc_log(MGC_VERBOSE_MINOR, "major phase: %s", phase_name(mgc_gc_phase()));
@@ -920,25 +952,36 @@ static void rotate_colours(void) {
   mgc_colours.unmarked = c.marked;
   mgc_colours.garbage = c.unmarked;
   mgc_colours.cycle = c.cycle + 1; /* major_cycles, incremented next */
+  mgc_colours.alloc = c.marked;    /* UNMARKED: PHASE_SWEEP_FIRST */
 }
 
-/* Single domain, at the barrier after the rotation. */
-static void reset_counts(int n) {
+/* Single domain, at the barrier after the rotation: the cycle starts by
+   sweeping (every participant counted), with nothing to mark. */
+static void reset_sweep_counts(int n) {
+  STORE_RELAXED(&mgc_rt.counts.to_sweep, n);
+  STORE_RELAXED(&mgc_rt.counts.to_mark, 0);
+  set_phase(PHASE_SWEEP_FIRST);
+}
+
+/* Single domain, at the first barrier of the mark start: the countdowns
+   of marking and of the later phases (to_sweep is 0 already). */
+static void reset_mark_counts(int n) {
   struct mgc_cycle_counts *c = &mgc_rt.counts;
-  STORE_RELAXED(&c->to_sweep, n);
+  MGC_ASSERT(LOAD_RELAXED(&c->to_sweep) == 0);
+  mgc_colours.alloc = mgc_colours.marked;
   STORE_RELAXED(&c->to_mark, n);
   STORE_RELAXED(&c->to_ephe_sweep, 0);
   STORE_RELAXED(&c->to_final_first, n);
   STORE_RELAXED(&c->to_final_last, n);
   STORE_RELAXED(&c->global_roots_started, 0);
   mgc_ephe_cycle_reset(n);
-  STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_MAIN);
+  set_phase(PHASE_MARK_MAIN);
 }
 
 /* The cycle end (DESIGN §6.7), every participant: empty the minor heaps;
-   the last to arrive rotates the colours and resets the counts; each
-   domain starts its sweeping, darkens its roots, restarts its ephemeron
-   and finaliser bookkeeping.  Colours are plain globals: written by one
+   the last to arrive rotates the colours, resets the sweeping count and
+   enters PHASE_SWEEP_FIRST; each domain starts its sweeping (the roots are
+   darkened at the mark start).  Colours are plain globals: written by one
    domain between two barriers, read by the others after them. */
 static void cycle_end_body(struct mgc_dom *d, int idx, int n,
                            struct mgc_dom **parts, bool forced) {
@@ -969,7 +1012,7 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
     mgc_compact_decide(n, parts);
     if (forced)
       atomic_fetch_add_explicit(&mgc_rt.forced_major, 1, memory_order_relaxed);
-    reset_counts(n);
+    reset_sweep_counts(n);
     /* The finished cycle's work is all done: a debt left over means the
        allocation overestimated it, and is not carried into the next cycle
        (which would only shorten it). */
@@ -994,23 +1037,10 @@ out:
   if (mgc_compact_now())
     mgc_compact_from_stw(d, idx, n);
   d->sweeping_done = false;
-  d->marking_done = false;
-  mgc_scan_local_roots(d, darken_action, d, MGC_SCAN_FULL);
-  mgc_final_scan_roots(d, darken_action, d);
-  int unstarted = 0;
-  if (atomic_compare_exchange_strong(&mgc_rt.counts.global_roots_started,
-                                     &unstarted, 1))
-    mgc_scan_global_roots(darken_action, d, false);
-  /* No look at the shared pool (invariant 43): it is empty, since the last
-     cycle's marking is over and nobody has marked in this one yet. */
-  if (mark_stack_empty(&d->mark)) {
-    d->marking_done = true;
-    mgc_count_down(&mgc_rt.counts.to_mark);
-  }
+  MGC_ASSERT(d->marking_done && d->grey_count == 0);
   note_sweep(d);
-  mgc_ephe_cycle_start(d);
-  mgc_final_cycle_start(d);
-  /* No mutator may run while the global roots are being read. */
+  /* Nobody may sweep or allocate before every participant is through
+     (the compaction moves blocks of every domain). */
   mgc_stw_barrier(n);
   mgc_ev_end(d, MGC_EVN_CYCLE_END);
   mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
@@ -1020,6 +1050,106 @@ static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
                           struct mgc_dom **parts) {
   (void)data;
   cycle_end_body(d, idx, n, parts, false);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Mark start                                                               */
+/* ------------------------------------------------------------------------ */
+
+/* The snapshot (DESIGN §6.7), every participant, every minor heap empty
+   and every pool swept: the last to arrive resets the marking countdowns
+   and enters PHASE_MARK_MAIN (from then on the barrier darkens); each
+   domain darkens its roots and restarts its ephemeron and finaliser
+   bookkeeping.  Before it, in PHASE_SWEEP_FIRST, nothing was darkened:
+   what the program dropped meanwhile is not kept by this cycle.  The mark
+   stack may hold what the minor collection just before darkened
+   (mgc_darken_copy_field). */
+static void mark_start_body(struct mgc_dom *d, int n) {
+  uint64_t t0 = mgc_now_ns();
+  mgc_ev_begin(d, MGC_EVN_PHASE_CHANGE);
+  if (mgc_stw_barrier_begin(n)) {
+    reset_mark_counts(n);
+    atomic_fetch_add(&mgc_rt.slice_epoch, 1);
+    mgc_log(MGC_VERBOSE_MINOR, "major phase: %s", phase_name(PHASE_MARK_MAIN));
+    mgc_stw_barrier_release();
+  }
+  /* The barrier darkened nothing since the cycle end. */
+  MGC_ASSERT(d->marking_done && d->grey_count == 0);
+  d->marking_done = false;
+  mgc_scan_local_roots(d, darken_action, d, MGC_SCAN_FULL);
+  mgc_final_scan_roots(d, darken_action, d);
+  int unstarted = 0;
+  if (atomic_compare_exchange_strong(&mgc_rt.counts.global_roots_started,
+                                     &unstarted, 1)) {
+    mgc_scan_global_roots(darken_action, d, false);
+    mgc_final_scan_orphan_roots(darken_action, d);
+  }
+  /* No look at the shared pool (invariant 43): it is empty, since the last
+     cycle's marking is over and nobody has marked in this one yet. */
+  if (mark_stack_empty(&d->mark)) {
+    d->marking_done = true;
+    mgc_count_down(&mgc_rt.counts.to_mark);
+  }
+  mgc_ephe_cycle_start(d);
+  mgc_final_cycle_start(d);
+  /* No mutator may run while the global roots are being read. */
+  mgc_stw_barrier(n);
+  mgc_ev_end(d, MGC_EVN_PHASE_CHANGE);
+  mgc_histogram_add(&d->major_pauses, mgc_now_ns() - t0, false);
+}
+
+/* Inside a section, every participant: whether every pool is swept, so
+   that marking starts now; decided by the last arriver on a count nobody
+   can change while all wait (sweeping only counts down).  If so, blocks
+   are born MARKED from now on: those of a minor collection that follows
+   (mgc_minor_from_stw) too. */
+static bool decided_mark_start;
+
+bool mgc_major_mark_start_due(int n) {
+  if (mgc_stw_barrier_begin(n)) {
+    decided_mark_start = complete_sweep_first();
+    if (decided_mark_start)
+      mgc_colours.alloc = mgc_colours.marked;
+    mgc_stw_barrier_release();
+  }
+  return decided_mark_start;
+}
+
+void mgc_major_mark_start(struct mgc_dom *d, int n) { mark_start_body(d, n); }
+
+/* A minor collection that ends with the mark start promotes into MARKED
+   copies, which marking never scans: the major blocks their fields point
+   to are darkened as the promoter writes them, here, into the mark stack
+   that the mark start then counts (not the barrier's buffer: nothing
+   re-opens or counts marking before the mark start). */
+void mgc_darken_copy_field(struct mgc_dom *d, mgc_value v) {
+  if (MGC_IS_BLOCK(v) && v != 0 && !mgc_is_young(v))
+    mark_block_with(d, v, false);
+}
+
+/* From a slice that cannot wait for the next minor collection: its own
+   minor collection, which starts marking if still due (a young block is no
+   root the snapshot could darken). */
+static void stw_mark_start(struct mgc_dom *d, void *data, int idx, int n,
+                           struct mgc_dom **parts) {
+  (void)data;
+  if (mgc_stw_barrier_begin(n)) {
+    mgc_minor_leader_setup();
+    mgc_stw_barrier_release();
+  }
+  mgc_minor_from_stw(d, idx, n, parts);
+}
+
+/* The debt a slice may leave unpaid while every pool is swept and marking
+   waits for the next minor collection to start it, in words of work:
+   past it (a program that allocates in the major heap directly, its minor
+   heap filling slowly) the slice starts marking itself, with a minor
+   collection of its own.  A sixteenth of a cycle's work at most, so that
+   marking never starts late by more than that. */
+static int64_t mark_start_wait_debt(struct mgc_dom *d) {
+  int64_t by_minor = 4 * (int64_t)d->minor_heap_words;
+  int64_t by_cycle = (int64_t)(total_cycle_work() / 16);
+  return by_minor < by_cycle ? by_minor : by_cycle;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1123,6 +1253,26 @@ static bool run_slice(struct slice *s) {
       note_sweep(d);
     }
     mgc_ev_end(d, MGC_EVN_SWEEP);
+  }
+  if (mgc_gc_phase() == PHASE_SWEEP_FIRST) {
+    /* Every pool swept: the next minor collection starts marking, unless
+       this slice owes more than it may leave unpaid meanwhile (an
+       explicit budget is always spent).  chunk() may have served a
+       section that started marking already. */
+    if (s->mode != SLICE_IN_STW && complete_sweep_first()) {
+      int64_t left = s->mode == SLICE_AUTO
+                         ? s->target - (int64_t)LOAD_RELAXED(&mgc_rt.work_paid)
+                         : (int64_t)s->budget;
+      if (left > (s->mode == SLICE_AUTO ? mark_start_wait_debt(d) : 0))
+        mgc_try_run_on_all_domains(d, stw_mark_start, NULL, NULL);
+    }
+    if (mgc_gc_phase() == PHASE_SWEEP_FIRST) {
+      /* Marking waits for another domain's sweeping: ask it for a slice
+         (a blocked one sweeps on its backup thread), once. */
+      if (s->mode != SLICE_IN_STW && d->sweeping_done)
+        request_slices_for_phase(d);
+      return false;
+    }
   }
   for (;;) {
     if (chunk(s) > 0)
@@ -1289,7 +1439,11 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
   while (LOAD_RELAXED(&mgc_rt.major_cycles) == r.start) {
     start_slice(&s, d, 0, SLICE_IN_STW);
     run_slice(&s);
-    if (change_phase_body(d, n, parts))
+    /* The minor heaps are empty here (emptied above, and nothing
+       allocates in the section). */
+    if (mgc_major_mark_start_due(n))
+      mark_start_body(d, n);
+    else if (change_phase_body(d, n, parts))
       cycle_end_body(d, idx, n, parts, r.forced);
   }
   mgc_ev_end(d, MGC_EVN_MAJOR_FINISH);
@@ -1445,7 +1599,7 @@ void mgc_request_global_slices(struct mgc_dom *self) {
 
 void mgc_major_init(void) {
   memset(&mgc_rt.counts, 0, sizeof mgc_rt.counts);
-  STORE_RELAXED(&mgc_rt.phase, PHASE_MARK_MAIN);
+  set_phase(PHASE_MARK_MAIN);
   STORE_RELAXED(&mgc_rt.slice_epoch, 0);
   mgc_ephe_init();
   mgc_final_init();

@@ -207,15 +207,18 @@ static void pool_init(struct pool *p, unsigned cls, struct mgc_dom *d) {
   p->bump = pool_first_slot(p);
   /* The cycle number changes only inside a STW section, between barriers
      that order it with this read (as the colours).  marked_cycle is set
-     by push_avail, which follows. */
-  p->born = mgc_colours.cycle + 1;
+     by push_avail, which follows.  Before the mark start blocks are born
+     UNMARKED, and may be GARBAGE for the next sweep: it reads the pool. */
+  p->born = mgc_colours.alloc == mgc_colours.marked ? mgc_colours.cycle + 1 : 0;
   p->finalisable = 0;
 }
 
 /* Allocation takes from avail only, and every pool there was put there
    during the cycle under way (the cycle start empties avail): stamping the
-   pool here, as if marked, covers every block born MARKED in it this
-   cycle.  A full pool gets no allocation until its next sweep. */
+   pool here, as if marked, covers every block born in it this cycle
+   (MARKED, or UNMARKED before the mark start: the next sweep reads the
+   pool and frees those that marking did not reach).  A full pool gets no
+   allocation until its next sweep. */
 static inline void push_avail(struct mgc_dom *d, struct pool *p) {
   atomic_store_explicit(&p->marked_cycle, mgc_colours.cycle,
                         memory_order_relaxed);
@@ -244,8 +247,9 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   /* Sweeping is a sequential scan: a quarter of the cost of marking a
      word, in the units of the pacing. */
   intptr_t work = (intptr_t)(end - s) / 4 + 16;
-  /* Taken fresh during the last cycle: its blocks were all born MARKED
-     then, so none is GARBAGE now and there is nothing to free.  The work
+  /* Taken fresh during the last cycle's marking: its blocks were all
+     born MARKED then, so none is GARBAGE now and there is nothing to
+     free.  The work
      counts as done, so that the pacing stays that of a heap swept slot by
      slot (unpaid, the cycles come sooner and the saving turns into a
      smaller heap instead of time). */
@@ -367,9 +371,9 @@ word *mgc_heap_alloc_slow(struct mgc_dom *d, size_t wosize, unsigned tag,
     if (tag == MGC_TAG_CUSTOM || tag == MGC_TAG_CONT)
       p->finalisable = 1;
   }
-  /* Born MARKED (invariant 19), as in mgc_heap_alloc. */
+  /* Born in the allocation colour (invariant 19), as in mgc_heap_alloc. */
   STORE_RELAXED(AWORD(hp),
-                MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.marked);
+                MGC_MAKE_HEADER(wosize, tag, reserved) | mgc_colours.alloc);
   return hp;
 }
 

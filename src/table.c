@@ -118,22 +118,32 @@ static inline void remember(struct mgc_dom *d, mgc_value *fp) {
   t->ptr += sizeof(mgc_value *);
 }
 
+/* Before marking starts (PHASE_SWEEP_FIRST) nothing is darkened, and the
+   old value is loaded only when v is young, to learn whether the field is
+   remembered already: a store that neither deletes for a snapshot nor
+   creates a pointer to a young block costs a flag test. */
 void mgc_modify_slow(mgc_value *fp, mgc_value v) {
   MGC_CHECK(fp != NULL, "mgc_modify: NULL field address");
   if (!mgc_is_young((mgc_value)fp)) {
     struct mgc_dom *d = mgc_self_or_fatal("mgc_modify");
-    /* Relaxed: another domain may be storing here too; the old value we
-       see is one that was in the field, which is all the barrier needs. */
-    mgc_value old = (mgc_value)LOAD_RELAXED(AWORD(fp));
-    if (MGC_IS_BLOCK(old)) {
-      if (mgc_is_young(old)) {
-        STORE_RELEASE(AWORD(fp), (word)v);
-        return; /* already remembered (invariant 11) */
+    /* The loads of the old value are relaxed: another domain may be
+       storing here too; the old value we see is one that was in the
+       field, which is all the barrier needs. */
+    if (mgc_marking_on()) {
+      mgc_value old = (mgc_value)LOAD_RELAXED(AWORD(fp));
+      if (MGC_IS_BLOCK(old)) {
+        if (mgc_is_young(old)) {
+          STORE_RELEASE(AWORD(fp), (word)v);
+          return; /* already remembered (invariant 11) */
+        }
+        darken_later(d, old);
       }
-      darken_later(d, old);
-    }
-    if (IS_YOUNG_BLOCK(v))
+      if (IS_YOUNG_BLOCK(v))
+        remember(d, fp);
+    } else if (IS_YOUNG_BLOCK(v) &&
+               !IS_YOUNG_BLOCK((mgc_value)LOAD_RELAXED(AWORD(fp)))) {
       remember(d, fp);
+    }
   }
   /* Release: whoever reads v through this field sees the block's fields
      as they were written before (publication safety). */
@@ -144,9 +154,9 @@ void mgc_modify_slow(mgc_value *fp, mgc_value v) {
    itself (a CAS, an exchange, a fill), old being what its store replaced.
    The same decisions on the same values: a young obj needs nothing; an old
    field whose old content was young is remembered already (invariant 11);
-   an old major value is darkened (invariant 12, at every phase); a young
-   newv is remembered (invariant 10).  obj decides the young test (its
-   fields are young exactly when it is). */
+   an old major value is darkened while marking is under way (invariant
+   12); a young newv is remembered (invariant 10).  obj decides the young
+   test (its fields are young exactly when it is). */
 void mgc_write_barrier(mgc_value obj, mgc_value *fp, mgc_value old,
                        mgc_value newv) {
   MGC_CHECK(fp != NULL, "mgc_write_barrier: NULL field address");
@@ -160,7 +170,8 @@ void mgc_write_barrier(mgc_value obj, mgc_value *fp, mgc_value old,
   if (MGC_IS_BLOCK(old) && old != 0) {
     if (mgc_is_young(old))
       return; /* already remembered (invariant 11) */
-    darken_later(d, old);
+    if (mgc_marking_on())
+      darken_later(d, old);
   }
   if (IS_YOUNG_BLOCK(newv))
     remember(d, fp);

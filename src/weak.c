@@ -119,7 +119,7 @@ bool mgc_ephe_marking_stable(void) {
   return stable;
 }
 
-/* STW, single domain (the cycle start): every participant has a todo list
+/* STW, single domain (the mark start): every participant has a todo list
    until it says otherwise. */
 void mgc_ephe_cycle_reset(int n) {
   STORE_RELAXED(&domains_with_todo, n);
@@ -383,8 +383,8 @@ static void adopt_list(struct mgc_dom *d) {
   }
 }
 
-/* STW, each domain, after the colours rotated: everything is examined
-   again. */
+/* STW, each domain, at the mark start (after the colours rotated and the
+   pools were swept): everything is examined again. */
 void mgc_ephe_cycle_start(struct mgc_dom *d) {
   struct mgc_ephe_info *info = &d->ephe;
   adopt_list(d);
@@ -486,8 +486,10 @@ static mgc_value create(const char *fn, size_t nkeys) {
   mgc_value e = mgc_alloc_major(d, size, MGC_TAG_ABSTRACT, 0, false);
   for (size_t i = MGC_EPHE_DATA_OFFSET; i < size; i++)
     STORE_RELAXED(field_ptr(e, i), (word)NONE);
-  /* Created during the cycle: born MARKED, on the live list (its data is
-     set by the mutator, which holds it: nothing for the rounds to do). */
+  /* Created during the cycle's marking: born MARKED, on the live list
+     (its data is set by the mutator, which holds it: nothing for the
+     rounds to do).  Created before the mark start: born UNMARKED, on the
+     live list, which the mark start makes the todo list. */
   LINK(e) = d->ephe.live;
   d->ephe.live = e;
   return mgc_check_urgent_gc(d, e);

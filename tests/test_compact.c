@@ -102,6 +102,7 @@ enum {
   R_C4B,    /* part 4: a continuation holding a nested one */
   R_HOLDER, /* part 4: a block holding a continuation */
   R_EK,     /* part 4: continuation of an embedder stack */
+  R_SHRT,   /* major garbage kept until the trash is dropped */
   NR
 };
 static mgc_value r[NR];
@@ -475,6 +476,7 @@ static void trash_put(void) {
 
 static void trash_drop(void) {
   r[R_TRASH] = MGC_UNIT;
+  r[R_SHRT] = MGC_UNIT;
   trash_n = trash_cap = 0;
   trash_to_dead();
 }
@@ -1463,10 +1465,17 @@ static void e3_drop(int k, int q) {
 }
 
 /* Garbage straight in the major heap, n blocks of wosize fields. */
+/* n major blocks of wosize fields, kept (in a holder chained from
+   r[R_SHRT]) until trash_drop: a cycle that ends before then cannot free
+   them, whenever it took its snapshot.  Never collects (only
+   mgc_alloc_shr), so a caller's unrooted major block stays valid. */
 static void shr_garbage(long n, size_t wosize) {
   long i;
+  mgc_value h = mgc_alloc_shr((size_t)n + 1, 0);
   for (i = 0; i < n; i++)
-    (void)mgc_alloc_shr(wosize, 0);
+    mgc_initialize(&MGC_FIELD(h, i), mgc_alloc_shr(wosize, 0));
+  mgc_initialize(&MGC_FIELD(h, n), r[R_SHRT]);
+  r[R_SHRT] = h;
 }
 
 static void part3(void) {

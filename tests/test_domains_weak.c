@@ -815,6 +815,33 @@ static mgc_value p4_worker(mgc_value arg) {
   MGC_RETURN(MGC_UNIT);
 }
 
+/* Hand-over between a cycle end and the mark start: the child's trees are
+   found dead (queued, not yet run) while it terminates, as the parent
+   finishes cycle after cycle; the queue it hands over is kept by the
+   adopter's cycles until the finalisers run. */
+#define P4H_TREES 16
+static atomic_long p4h_ran, p4h_bad;
+static atomic_int p4h_done;
+
+static void p4h_fin(mgc_value v, void *data) {
+  (void)data;
+  if (tree_count(v) != tree_size(5))
+    atomic_fetch_add(&p4h_bad, 1);
+  atomic_fetch_add(&p4h_ran, 1);
+}
+
+static mgc_value p4h_child(mgc_value arg) {
+  MGC_PARAM1(arg);
+  MGC_LOCAL1(v);
+  for (int i = 0; i < P4H_TREES; i++) {
+    v = make_tree(5);
+    mgc_finalise(v, p4h_fin, NULL);
+  }
+  v = MGC_UNIT;
+  atomic_store(&p4h_done, 1);
+  MGC_RETURN(MGC_UNIT); /* no safepoint from here on: terminates */
+}
+
 /* finaliser2.ml test3 */
 static atomic_int f2_c, f2_bad, f2_where_first, f2_where_last;
 
@@ -903,6 +930,33 @@ static void part4(void) {
          atomic_load(&p4_on_zero), p4_total);
   free(p4_first_runs);
   free(p4_last_runs);
+
+  {
+    long rounds = scaled(120, 4), k;
+    atomic_store(&p4h_ran, 0);
+    atomic_store(&p4h_bad, 0);
+    for (k = 0; k < rounds; k++) {
+      atomic_store(&p4h_done, 0);
+      d[0] = mgc_domain_spawn(p4h_child, MGC_UNIT);
+      if (!CHECK(d[0] != NULL, "part 4: spawn: error %d", mgc_last_error()))
+        exit(check_done());
+      while (!atomic_load(&p4h_done))
+        mgc_major_collection();
+      for (i = 0; i < 4; i++)
+        mgc_major_collection();
+      mgc_domain_join(d[0]);
+      for (i = 0; i < 200; i++)
+        v = make_tree(3); /* reuses what a sweep freed */
+      v = MGC_UNIT;
+      mgc_full_major();
+      mgc_run_finalisers();
+    }
+    CHECK(atomic_load(&p4h_ran) == rounds * P4H_TREES &&
+              atomic_load(&p4h_bad) == 0,
+          "part 4: finalisers handed over before a mark start: %ld of %ld "
+          "ran, %ld on a damaged tree",
+          atomic_load(&p4h_ran), rounds * P4H_TREES, atomic_load(&p4h_bad));
+  }
 
   /* finaliser2.ml test3 */
   mgc_full_major();

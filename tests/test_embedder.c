@@ -40,8 +40,8 @@
  *                 still points to them; finalising one is a fatal error.
  */
 #define _DEFAULT_SOURCE
-#include "../src/internal.h"
 #include "check.h"
+#include "internal_check.h"
 #include "lists.h"
 
 #include <fcntl.h>
@@ -59,8 +59,6 @@ const char *__asan_default_options(void);
 const char *__asan_default_options(void) {
   return "allocator_may_return_null=1";
 }
-
-static struct mgc_dom *self(void) { return (struct mgc_dom *)mgc_tls_state; }
 
 static int torture_on(void) {
   mgc_params p;
@@ -248,7 +246,8 @@ static void test_scan_kinds(void) {
 
   f0 = kind_full;
   mgc_major_collection();
-  CHECK(kind_full > f0, "a cycle end scans MGC_SCAN_FULL (%ld)",
+  start_marking();
+  CHECK(kind_full > f0, "the mark start scans MGC_SCAN_FULL (%ld)",
         kind_full - f0);
   f0 = kind_full;
   CHECK_VERIFY("scan kinds");
@@ -381,7 +380,8 @@ static void test_write_barrier(void) {
   mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(77));
   mgc_initialize(&MGC_FIELD(x, 1), MGC_VAL_INT(78));
   mgc_modify(&MGC_FIELD(wb_a, 0), x);
-  mgc_major_collection(); /* a new cycle: a and b darkened, x unmarked */
+  mgc_major_collection(); /* a new cycle */
+  start_marking();        /* its snapshot: a and b darkened, x unmarked */
   x = MGC_FIELD(wb_a, 0); /* moved by a compaction (C=1) */
   CHECK(COLOUR_HD(MGC_HD_VAL(x)) == mgc_colours.unmarked,
         "x unmarked at the start of the cycle");
@@ -410,12 +410,14 @@ static void test_write_barrier(void) {
    and mgc_modify_slow, which does the whole barrier whoever calls it.  A
    young field is never remembered and never darkens what it held; an old
    field that gets a young value is remembered once (again only when it
-   held no young value), and the value it loses is buffered for darkening;
+   held no young value), and the value it loses is buffered for darkening
+   (marking is under way: test_internals checks the barrier before it);
    values stored either way survive the collections, with the verifier. */
 static void test_modify_halves(void) {
   MGC_PARAM0;
   MGC_LOCAL3(old, yb, yv);
   struct mgc_dom *d = self();
+  start_marking();
   old = mgc_alloc_shr(4, 0);
   for (int i = 0; i < 4; i++)
     mgc_initialize(&MGC_FIELD(old, i), MGC_UNIT);
@@ -1246,16 +1248,29 @@ static void test_major_collection_compact(void) {
   mgc_full_major();
   for (i = 0; i < n; i++) {
     mgc_value b = mgc_alloc_shr(3, 0);
-    if (i % 10 == 0) {
-      mgc_initialize(&MGC_FIELD(b, 0), MGC_VAL_INT(i));
-      mgc_initialize(&MGC_FIELD(b, 1), mc_keep);
-      mgc_initialize(&MGC_FIELD(b, 2), MGC_VAL_INT(~i));
-      mc_keep = b;
+    mgc_initialize(&MGC_FIELD(b, 0), MGC_VAL_INT(i));
+    mgc_initialize(&MGC_FIELD(b, 1), mc_keep);
+    mgc_initialize(&MGC_FIELD(b, 2), MGC_VAL_INT(~i));
+    mc_keep = b;
+  }
+  /* Every block is held to the end of the cycle under way; then nine
+     tenths are dropped, before the next cycle's mark start (no safepoint
+     between): they die in that cycle, which mgc_major_collection_compact
+     finishes. */
+  mgc_major_collection();
+  {
+    mgc_value l = mc_keep, k;
+    while (MGC_INT_VAL(MGC_FIELD(l, 0)) % 10 != 0)
+      l = MGC_FIELD(l, 1);
+    mc_keep = k = l;
+    while (k != MGC_UNIT) {
+      l = MGC_FIELD(k, 1);
+      while (l != MGC_UNIT && MGC_INT_VAL(MGC_FIELD(l, 0)) % 10 != 0)
+        l = MGC_FIELD(l, 1);
+      mgc_modify(&MGC_FIELD(k, 1), l);
+      k = l;
     }
   }
-  /* The dropped nine tenths were born in this cycle: they die in the next
-     one, which mgc_major_collection_compact finishes. */
-  mgc_major_collection();
   mgc_get_stats(&s0);
   mgc_major_collection_compact();
   mgc_get_stats(&s1);

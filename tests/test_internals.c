@@ -10,11 +10,18 @@
  *       of a few words, whatever the position of a block's pointers;
  *   10, 1  the verifier reports a young pointer stored without the barrier
  *       and a field pointing inside a block;
- *   the grey buffer of the deletion barrier is drained before marking ends;
+ *   12  the grey buffer of the deletion barrier is drained before marking
+ *       ends; before the mark start the barrier darkens nothing and a
+ *       getter keeps nothing, but a young value stored is remembered once;
+ *   19  blocks are born UNMARKED before the mark start (one held then only
+ *       by an older block survives, one dropped is freed) and MARKED
+ *       after it; the old blocks held only by copies of the minor
+ *       collection that starts marking survive the cycle;
  *   free pools go back to the OS on mgc_compact;
- *   26  a pool taken fresh during a cycle is not read by the sweep of the
- *       next cycle (it holds no GARBAGE block), but by that of the cycle
- *       after, when its dead blocks are freed;
+ *   26  a pool taken fresh during a cycle's marking is not read by the
+ *       sweep of the next cycle (it holds no GARBAGE block), but by that of
+ *       the cycle after, when its dead blocks are freed; one taken before
+ *       the mark start is read by the next sweep;
  *   a pool none of whose blocks was marked or allocated during the last
  *   cycle is given back whole by its sweep, unread, unless it holds Custom
  *   blocks (their finalisers all run) or continuations;
@@ -23,20 +30,18 @@
  *   a pause histogram's percentiles are upper bounds within 1/16 of the
  *   exact ones, and its maximum is exact;
  *   30  major allocation (mgc_heap_alloc_hd, promotion's) writes the header
- *   it is given with its colour made MARKED, and moves a pool from avail to
+ *   it is given with the allocation colour, and moves a pool from avail to
  *   full exactly when it has no room left, from the bump region of fresh
  *   pools and from the free lists of swept ones.
  */
-#include "../src/internal.h"
 #include "check.h"
+#include "internal_check.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-static struct mgc_dom *self(void) { return (struct mgc_dom *)mgc_tls_state; }
 
 /* The mark loop (DESIGN §6.4) follows the fields of a block it marks at
    once when the range under way is finished, pushes them otherwise, skips
@@ -331,8 +336,10 @@ static void test_deletion_barrier(void) {
   mgc_value x = mgc_alloc_shr(1, 0);
   mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(77));
   mgc_modify(&MGC_FIELD(a, 0), x);
-  /* A new cycle: roots darkened (a, b), x still UNMARKED. */
+  /* A new cycle, to its mark start: roots darkened (a, b), x still
+     UNMARKED. */
   mgc_major_collection();
+  start_marking();
   CHECK(COLOUR_HD(MGC_HD_VAL(x)) == mgc_colours.unmarked,
         "x unmarked at the start of the cycle");
   /* Move x from a to b: the barrier must keep x. */
@@ -347,6 +354,142 @@ static void test_deletion_barrier(void) {
   CHECK(mgc_verify_heap() == 0, "heap verifies");
   mgc_remove_global_root(&a);
   mgc_remove_global_root(&b);
+  mgc_shutdown();
+}
+
+/* A cycle sweeps before it marks (DESIGN §6.7).  Before the mark start
+   the barrier darkens nothing and a weak getter keeps nothing alive, so a
+   value dropped then dies in that very cycle instead of floating to the
+   next; the barrier still remembers a young value stored into an old
+   field, once.  Blocks born then are UNMARKED, for the snapshot to trace:
+   one that holds the only pointer to an old block keeps it alive (born
+   MARKED, it would never be scanned, and the old block would be freed). */
+static void test_sweep_first(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  struct mgc_dom *d = self();
+  static mgc_value a = MGC_UNIT, w = MGC_UNIT, holder = MGC_UNIT;
+  mgc_register_global_root(&a);
+  mgc_register_global_root(&w);
+  mgc_register_global_root(&holder);
+  a = mgc_alloc_shr(2, 0);
+  w = mgc_weak_create(1);
+  mgc_value x = mgc_alloc_shr(1, 0);
+  mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(77));
+  mgc_initialize(&MGC_FIELD(a, 0), x);
+  mgc_value y = mgc_alloc_shr(1, 0);
+  mgc_initialize(&MGC_FIELD(y, 0), MGC_VAL_INT(88));
+  mgc_initialize(&MGC_FIELD(a, 1), y);
+  mgc_weak_set(w, 0, x);
+  mgc_major_collection(); /* a new cycle, sweeping first */
+  CHECK(mgc_gc_phase() == PHASE_SWEEP_FIRST && !mgc_marking_on(),
+        "a cycle starts by sweeping, with the barrier's darkening off");
+  x = MGC_FIELD(a, 0); /* moved by a compaction (C=1) */
+  mgc_value got = MGC_UNIT;
+  CHECK(mgc_weak_get(w, 0, &got) && got == x, "the weak getter sees x");
+  mgc_modify(&MGC_FIELD(a, 0), MGC_UNIT); /* x dropped */
+  CHECK(d->grey_count == 0 && COLOUR_HD(MGC_HD_VAL(x)) == mgc_colours.unmarked,
+        "neither the getter nor the barrier darkened x");
+  /* y moves into a block born now, which alone holds it. */
+  holder = mgc_alloc_shr(1, 0);
+  if (mgc_gc_phase() == PHASE_SWEEP_FIRST)
+    CHECK(COLOUR_HD(MGC_HD_VAL(holder)) == mgc_colours.unmarked,
+          "a block born before the mark start is UNMARKED");
+  mgc_initialize(&MGC_FIELD(holder, 0), MGC_FIELD(a, 1));
+  mgc_modify(&MGC_FIELD(a, 1), MGC_UNIT);
+  {
+    MGC_PARAM0;
+    MGC_LOCAL1(yv);
+    yv = mgc_alloc_small(1, 0);
+    MGC_FIELD(yv, 0) = MGC_VAL_INT(5);
+    size_t refs = mgc_table_count(&d->major_ref);
+    bool young = mgc_is_young(yv), sweeping = !mgc_marking_on();
+    mgc_modify(&MGC_FIELD(a, 0), yv);
+    mgc_modify(&MGC_FIELD(a, 0), yv);
+    if (young && sweeping)
+      CHECK(mgc_table_count(&d->major_ref) == refs + 1,
+            "a young value stored twice into an old field: remembered once");
+    MGC_DROP;
+  }
+  mgc_major_collection(); /* this cycle's snapshot no longer sees x */
+  CHECK(!mgc_weak_check(w, 0),
+        "x, dropped before the mark start, died in that cycle");
+  mgc_major_collection(); /* a cycle that sweeps what died */
+  y = MGC_FIELD(holder, 0);
+  CHECK(MGC_IS_BLOCK(y) && MGC_FIELD(y, 0) == MGC_VAL_INT(88),
+        "y, held only by a block born before the mark start, survives");
+  mgc_value v = MGC_FIELD(a, 0);
+  CHECK(MGC_IS_BLOCK(v) && !mgc_is_young(v) &&
+            MGC_FIELD(v, 0) == MGC_VAL_INT(5),
+        "the young value stored then was promoted");
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  mgc_remove_global_root(&a);
+  mgc_remove_global_root(&w);
+  mgc_remove_global_root(&holder);
+  a = w = holder = MGC_UNIT;
+  mgc_shutdown();
+}
+
+/* The minor collection that ends with the mark start promotes into MARKED
+   copies, which marking never scans: the old blocks their fields point to
+   are darkened as the promoter writes them.  Here each of x1, x2, x3 (old,
+   born before the mark start, so UNMARKED) is reachable only from a young
+   block when that collection runs: in the field of a one-field block
+   (promotion's loop), in a field of a larger block (mop-up), and through a
+   young Forward block that promotion short-circuits into such a field.
+   Not darkened, they would be freed with the copies pointing at them. */
+static mgc_value boxed(long n) {
+  mgc_value x = mgc_alloc_shr(1, 0);
+  mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(n));
+  return x;
+}
+
+static void test_mark_start_minor(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  MGC_PARAM0;
+  MGC_LOCAL3(y1, y3, fw);
+  mgc_major_collection();
+  while (!self()->sweeping_done)
+    mgc_major_slice(1);
+  CHECK(mgc_gc_phase() == PHASE_SWEEP_FIRST, "swept, marking not started");
+  y1 = mgc_alloc_small(1, 0);
+  MGC_FIELD(y1, 0) = MGC_UNIT;
+  y3 = mgc_alloc_small(3, 0);
+  for (int i = 0; i < 3; i++)
+    MGC_FIELD(y3, i) = MGC_VAL_INT(i);
+  fw = mgc_alloc_small(1, MGC_TAG_FORWARD);
+  MGC_FIELD(fw, 0) = MGC_UNIT;
+  mgc_modify(&MGC_FIELD(y1, 0), boxed(11));
+  mgc_modify(&MGC_FIELD(y3, 1), boxed(22));
+  mgc_modify(&MGC_FIELD(fw, 0), boxed(33));
+  mgc_modify(&MGC_FIELD(y3, 2), fw);
+  fw = MGC_UNIT;
+  bool young = mgc_is_young(y1) && mgc_is_young(y3);
+  uint64_t cycles = LOAD_RELAXED(&mgc_rt.major_cycles);
+  mgc_minor_collection();
+  /* Its slice may finish the small cycle too (then the colours turned). */
+  bool ended = LOAD_RELAXED(&mgc_rt.major_cycles) != cycles;
+  if (young) {
+    CHECK(mgc_gc_phase() != PHASE_SWEEP_FIRST || ended,
+          "the minor collection took the snapshot");
+    if (!ended)
+      CHECK(COLOUR_HD(MGC_HD_VAL(y1)) == mgc_colours.marked &&
+                COLOUR_HD(MGC_HD_VAL(y3)) == mgc_colours.marked,
+            "its copies were born MARKED");
+    CHECK(MGC_FIELD(y3, 2) == MGC_FIELD(MGC_FIELD(y3, 2), 0) ||
+              !mgc_is_young(MGC_FIELD(y3, 2)),
+          "the Forward block was promoted or short-circuited");
+  }
+  mgc_major_collection(); /* ends the cycle */
+  mgc_major_collection(); /* and one more sweeps what it left */
+  mgc_value x3 = MGC_FIELD(y3, 2);
+  if (MGC_IS_BLOCK(x3) && MGC_TAG_VAL(x3) == MGC_TAG_FORWARD)
+    x3 = MGC_FIELD(x3, 0);
+  CHECK(MGC_FIELD(MGC_FIELD(y1, 0), 0) == MGC_VAL_INT(11) &&
+            MGC_FIELD(MGC_FIELD(y3, 1), 0) == MGC_VAL_INT(22) &&
+            MGC_IS_BLOCK(x3) && MGC_FIELD(x3, 0) == MGC_VAL_INT(33),
+        "the old blocks only copies held survived");
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  MGC_DROP;
   mgc_shutdown();
 }
 
@@ -399,16 +542,21 @@ static int pool_place(struct mgc_dom *d, struct pool *p) {
 
 static struct pool *pool_of_block(mgc_value v) { return mgc_pool_of((word)v); }
 
-/* Invariant 26 and the sweep skipped for fresh pools.  In cycle k, 3000
-   blocks of 5 words (one size class; about 680 per pool, so several fresh
-   pools) are allocated, every third kept in a list.  The sweep of k+1
-   skips those pools (counted; nothing freed, the verifier content); that
-   of k+2 reads them, and by its end only the kept blocks are live in
-   them. */
-static void test_fresh_pools(void) {
+/* Invariant 26 and the sweep skipped for fresh pools.  In cycle k, after
+   its mark start, 3000 blocks of 5 words (one size class; about 680 per
+   pool, so several fresh pools) are allocated, every third kept in a
+   list.  The sweep of k+1 skips those pools (counted; nothing freed, the
+   verifier content); that of k+2 reads them, and by its end only the kept
+   blocks are live in them.  Allocated before the mark start instead, the
+   blocks are born UNMARKED and the dead ones are GARBAGE for the sweep of
+   k+1: it reads every such pool (skipped, they would turn MARKED at the
+   next rotation, dead blocks resurrected with dangling fields). */
+static void test_fresh_pools(bool before_mark) {
   CHECK(mgc_init(NULL) == 0, "init");
   struct mgc_dom *d = self();
   mgc_major_collection();
+  if (!before_mark)
+    start_marking();
   uint64_t k = LOAD_RELAXED(&mgc_rt.major_cycles);
   MGC_PARAM0;
   MGC_LOCAL1(list);
@@ -433,9 +581,10 @@ static void test_fresh_pools(void) {
   CHECK(np >= 3, "the blocks took %zu pools", np);
   bool born_ok = true;
   for (size_t i = 1; i < np; i++)
-    born_ok &= pools[i]->born == k + 1;
-  CHECK(born_ok, "pools taken in cycle %llu are stamped with it",
-        (unsigned long long)k);
+    born_ok &= pools[i]->born == (before_mark ? 0 : k + 1);
+  CHECK(born_ok, "pools taken in cycle %llu %s", (unsigned long long)k,
+        before_mark ? "before its mark start have no birth stamp"
+                    : "are stamped with it");
   CHECK(LOAD_RELAXED(&mgc_rt.major_cycles) == k, "no cycle ended meanwhile");
   size_t skipped0 = d->heap.sweeps_skipped;
   mgc_major_collection(); /* ends cycle k */
@@ -447,9 +596,14 @@ static void test_fresh_pools(void) {
   CHECK(listed0 == kept, "the list is whole after cycle k");
   mgc_major_collection(); /* ends cycle k+1, which swept every pool */
   /* The first pool may have been taken before cycle k began. */
-  CHECK(d->heap.sweeps_skipped >= skipped0 + np - 1,
-        "the sweep of cycle k+1 skipped the %zu fresh pools (%zu -> %zu)",
-        np - 1, skipped0, d->heap.sweeps_skipped);
+  if (before_mark)
+    CHECK(d->heap.sweeps_skipped <= skipped0 + 1,
+          "the sweep of cycle k+1 read the %zu fresh pools (%zu skipped)",
+          np - 1, d->heap.sweeps_skipped - skipped0);
+  else
+    CHECK(d->heap.sweeps_skipped >= skipped0 + np - 1,
+          "the sweep of cycle k+1 skipped the %zu fresh pools (%zu -> %zu)",
+          np - 1, skipped0, d->heap.sweeps_skipped);
   size_t stamped = 0;
   for (size_t i = 1; i < np; i++)
     stamped += pool_place(d, pools[i]) != 0 && pools[i]->born != 0;
@@ -496,6 +650,7 @@ static void test_dead_pools(void) {
   MGC_PARAM0;
   MGC_LOCAL2(keep, arr);
   mgc_major_collection();
+  start_marking(); /* blocks born MARKED, pools skipped by the next sweep */
   enum { N = 3000, C = 2000 };
   static struct pool *pools[N];
   size_t np = 0;
@@ -740,8 +895,11 @@ int main(void) {
   test_mark_shapes();
   test_verifier_catches();
   test_deletion_barrier();
+  test_sweep_first();
+  test_mark_start_minor();
   test_release();
-  test_fresh_pools();
+  test_fresh_pools(false);
+  test_fresh_pools(true);
   test_dead_pools();
   test_prefault();
   test_histogram();
