@@ -408,11 +408,10 @@ void mgc_grey_drain(struct mgc_dom *d);
 enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
 /* Every participant of a section, in PHASE_SWEEP_FIRST: whether marking
-   starts in it (every pool swept; from then on blocks are born MARKED);
-   then, with every minor heap empty, the mark start itself. */
+   starts in it (every pool swept); then, with every minor heap empty, the
+   mark start itself (from then on blocks are born MARKED). */
 bool mgc_major_mark_start_due(int n);
 void mgc_major_mark_start(struct mgc_dom *d, int n);
-void mgc_darken_copy_field(struct mgc_dom *d, mgc_value v);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
 void mgc_mark_share_teardown(void);

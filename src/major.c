@@ -1061,9 +1061,7 @@ static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
    and enters PHASE_MARK_MAIN (from then on the barrier darkens); each
    domain darkens its roots and restarts its ephemeron and finaliser
    bookkeeping.  Before it, in PHASE_SWEEP_FIRST, nothing was darkened:
-   what the program dropped meanwhile is not kept by this cycle.  The mark
-   stack may hold what the minor collection just before darkened
-   (mgc_darken_copy_field). */
+   what the program dropped meanwhile is not kept by this cycle. */
 static void mark_start_body(struct mgc_dom *d, int n) {
   uint64_t t0 = mgc_now_ns();
   mgc_ev_begin(d, MGC_EVN_PHASE_CHANGE);
@@ -1073,8 +1071,9 @@ static void mark_start_body(struct mgc_dom *d, int n) {
     mgc_log(MGC_VERBOSE_MINOR, "major phase: %s", phase_name(PHASE_MARK_MAIN));
     mgc_stw_barrier_release();
   }
-  /* The barrier darkened nothing since the cycle end. */
-  MGC_ASSERT(d->marking_done && d->grey_count == 0);
+  /* Nothing was darkened since the cycle end. */
+  MGC_ASSERT(d->marking_done && d->grey_count == 0 &&
+             mark_stack_empty(&d->mark));
   d->marking_done = false;
   mgc_scan_local_roots(d, darken_action, d, MGC_SCAN_FULL);
   mgc_final_scan_roots(d, darken_action, d);
@@ -1100,16 +1099,12 @@ static void mark_start_body(struct mgc_dom *d, int n) {
 
 /* Inside a section, every participant: whether every pool is swept, so
    that marking starts now; decided by the last arriver on a count nobody
-   can change while all wait (sweeping only counts down).  If so, blocks
-   are born MARKED from now on: those of a minor collection that follows
-   (mgc_minor_from_stw) too. */
+   can change while all wait (sweeping only counts down). */
 static bool decided_mark_start;
 
 bool mgc_major_mark_start_due(int n) {
   if (mgc_stw_barrier_begin(n)) {
     decided_mark_start = complete_sweep_first();
-    if (decided_mark_start)
-      mgc_colours.alloc = mgc_colours.marked;
     mgc_stw_barrier_release();
   }
   return decided_mark_start;
@@ -1117,27 +1112,32 @@ bool mgc_major_mark_start_due(int n) {
 
 void mgc_major_mark_start(struct mgc_dom *d, int n) { mark_start_body(d, n); }
 
-/* A minor collection that ends with the mark start promotes into MARKED
-   copies, which marking never scans: the major blocks their fields point
-   to are darkened as the promoter writes them, here, into the mark stack
-   that the mark start then counts (not the barrier's buffer: nothing
-   re-opens or counts marking before the mark start). */
-void mgc_darken_copy_field(struct mgc_dom *d, mgc_value v) {
-  if (MGC_IS_BLOCK(v) && v != 0 && !mgc_is_young(v))
-    mark_block_with(d, v, false);
-}
-
 /* From a slice that cannot wait for the next minor collection: its own
-   minor collection, which starts marking if still due (a young block is no
-   root the snapshot could darken). */
+   minor collection, which ends with the mark start if still due (the
+   snapshot is taken with every minor heap empty: a young block is no
+   root that marking could follow).  When no participant has allocated a
+   young block since the last one (the slice of a minor collection's
+   interrupt), the heaps are empty already: the mark start alone. */
+static bool mark_start_heaps_empty;
+
 static void stw_mark_start(struct mgc_dom *d, void *data, int idx, int n,
                            struct mgc_dom **parts) {
   (void)data;
   if (mgc_stw_barrier_begin(n)) {
-    mgc_minor_leader_setup();
+    /* Every participant waits at the barrier: its allocation pointer
+       cannot move. */
+    mark_start_heaps_empty = true;
+    for (int i = 0; i < n; i++)
+      if (parts[i]->fast.young_ptr != parts[i]->young_end)
+        mark_start_heaps_empty = false;
+    if (!mark_start_heaps_empty)
+      mgc_minor_leader_setup();
     mgc_stw_barrier_release();
   }
-  mgc_minor_from_stw(d, idx, n, parts);
+  if (!mark_start_heaps_empty)
+    mgc_minor_from_stw(d, idx, n, parts);
+  else if (mgc_major_mark_start_due(n))
+    mark_start_body(d, n);
 }
 
 /* The debt a slice may leave unpaid while every pool is swept and marking
@@ -1263,8 +1263,11 @@ static bool run_slice(struct slice *s) {
       int64_t left = s->mode == SLICE_AUTO
                          ? s->target - (int64_t)LOAD_RELAXED(&mgc_rt.work_paid)
                          : (int64_t)s->budget;
-      if (left > (s->mode == SLICE_AUTO ? mark_start_wait_debt(d) : 0))
+      if (left > (s->mode == SLICE_AUTO ? mark_start_wait_debt(d) : 0)) {
+        mgc_log(MGC_VERBOSE_MINOR, "mark start from a slice, %lld words owed",
+                (long long)left);
         mgc_try_run_on_all_domains(d, stw_mark_start, NULL, NULL);
+      }
     }
     if (mgc_gc_phase() == PHASE_SWEEP_FIRST) {
       /* Marking waits for another domain's sweeping: ask it for a slice

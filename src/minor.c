@@ -305,10 +305,6 @@ struct promote_ctx {
   mgc_value todo; /* original address of the first block to scan, or 0 */
   size_t promoted_words;
   bool parallel;
-  /* The collection ends with the mark start: copies are born MARKED and
-     never scanned by marking, so the major values written into them are
-     darkened (mgc_darken_copy_field). */
-  bool darken_fields;
 };
 
 /* Note [promotion race]
@@ -454,10 +450,6 @@ promote_inline(struct promote_ctx *c, mgc_value v) {
   mgc_value *slot = &first;
   for (;;) {
     if (!IS_YOUNG_BLOCK(v)) {
-      /* A copy's field 0, or the target of a short-circuited Forward
-         (which the caller may store into a copy): see darken_fields. */
-      if (MGC_UNLIKELY(c->darken_fields))
-        mgc_darken_copy_field(c->d, v);
       *slot = v;
       return first;
     }
@@ -534,16 +526,6 @@ static mgc_value promote(struct promote_ctx *c, mgc_value v) {
 
 static void promote_action(void *ctx, mgc_value v, mgc_value *slot);
 
-/* A slot of a promoted continuation's stack: promoted if young, darkened
-   if major when the copy was born MARKED (darken_fields). */
-static void stack_slot_action(void *ctx, mgc_value v, mgc_value *slot) {
-  struct promote_ctx *c = ctx;
-  if (IS_YOUNG_BLOCK(v))
-    *slot = promote(c, v);
-  else if (c->darken_fields)
-    mgc_darken_copy_field(c->d, v);
-}
-
 /* Scans the todo list (DESIGN §5.4): for each promoted block, promote its
    copy's field 0 in place and fields 1.. from the original. */
 static void mopup(struct promote_ctx *c) {
@@ -562,7 +544,7 @@ static void mopup(struct promote_ctx *c) {
       MGC_FIELD(copy, 1) = MGC_FIELD(v, 1);
       mgc_stack *s = mgc_cont_field_stack((word)MGC_FIELD(copy, 0));
       if (s)
-        mgc_stack_scan(s, stack_slot_action, c);
+        mgc_stack_scan(s, promote_action, c);
       continue;
     }
     size_t i = 0;
@@ -581,14 +563,10 @@ static void mopup(struct promote_ctx *c) {
        promote_inline is inlined once. */
     for (; i < sz; i++) {
       mgc_value f = i == 0 ? MGC_FIELD(copy, 0) : MGC_FIELD(v, i);
-      if (IS_YOUNG_BLOCK(f)) {
+      if (IS_YOUNG_BLOCK(f))
         f = promote_inline(c, f);
-      } else {
-        if (MGC_UNLIKELY(c->darken_fields))
-          mgc_darken_copy_field(c->d, f);
-        if (i == 0)
-          continue;
-      }
+      else if (i == 0)
+        continue;
       MGC_FIELD(copy, i) = f;
     }
   }
@@ -825,12 +803,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
 #if MGC_DEBUG >= 3
   mgc_verify_in_stw(d, idx, n); /* before, at level 3; after, below */
 #endif
-  /* Marking starts at the end of this collection once every pool is
-     swept: decided first, since it sets the colour of the copies.  The
-     phase, read alike by every participant, changes only in sections. */
-  bool mark_start =
-      mgc_gc_phase() == PHASE_SWEEP_FIRST && mgc_major_mark_start_due(n);
-  struct promote_ctx c = {d, 0, 0, n > 1, mark_start};
+  struct promote_ctx c = {d, 0, 0, n > 1};
   word used_from = d->fast.young_ptr;
   d->promote_sweeps = 32;
   d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
@@ -907,7 +880,11 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
     mgc_verify_in_stw(d, idx, n);
-  if (mark_start)
+  /* Every minor heap is empty: once every pool is swept, marking starts
+     here.  The copies just made are UNMARKED, like every block born
+     before the mark start, and marking traces them from the roots.  The
+     phase, read alike by every participant, changes only in sections. */
+  if (mgc_gc_phase() == PHASE_SWEEP_FIRST && mgc_major_mark_start_due(n))
     mgc_major_mark_start(d, n);
   mgc_reset_young_limit(d);
 }
