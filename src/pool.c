@@ -249,10 +249,9 @@ static intptr_t sweep_pool(struct mgc_dom *d, struct pool *p) {
   intptr_t work = (intptr_t)(end - s) / 4 + 16;
   /* Taken fresh during the last cycle's marking: its blocks were all
      born MARKED then, so none is GARBAGE now and there is nothing to
-     free.  The work
-     counts as done, so that the pacing stays that of a heap swept slot by
-     slot (unpaid, the cycles come sooner and the saving turns into a
-     smaller heap instead of time). */
+     free.  The work counts as done, so that the pacing stays that of a
+     heap swept slot by slot (unpaid, the cycles come sooner and the
+     saving turns into a smaller heap instead of time). */
   if (p->born == mgc_colours.cycle) {
     p->born = 0;
     d->heap.sweeps_skipped++;
