@@ -407,9 +407,10 @@ void mgc_grey_drain(struct mgc_dom *d);
    change phases at barriers instead of starting sections of their own. */
 enum slice_mode { SLICE_AUTO, SLICE_BUDGET, SLICE_IN_STW };
 void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
-/* Every participant of a section, in PHASE_SWEEP_FIRST: whether marking
-   starts in it (every pool swept); then, with every minor heap empty, the
-   mark start itself (from then on blocks are born MARKED). */
+/* Every participant of a section: whether marking starts in it (in
+   PHASE_SWEEP_FIRST, every pool swept; a barrier only then); then, with
+   every minor heap empty, the mark start itself (from then on blocks are
+   born MARKED). */
 bool mgc_major_mark_start_due(int n);
 void mgc_major_mark_start(struct mgc_dom *d, int n);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);

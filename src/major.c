@@ -860,7 +860,7 @@ static bool no_orphans(void) {
   return mgc_ephe_no_orphans() && mgc_final_no_orphans();
 }
 
-/* Every pool swept: marking may start (mark_start_body). */
+/* Every pool swept: marking may start (mgc_major_mark_start). */
 static bool complete_sweep_first(void) {
   return mgc_gc_phase() == PHASE_SWEEP_FIRST &&
          LOAD_ACQUIRE(&mgc_rt.counts.to_sweep) == 0;
@@ -1062,7 +1062,7 @@ static void stw_cycle_end(struct mgc_dom *d, void *data, int idx, int n,
    domain darkens its roots and restarts its ephemeron and finaliser
    bookkeeping.  Before it, in PHASE_SWEEP_FIRST, nothing was darkened:
    what the program dropped meanwhile is not kept by this cycle. */
-static void mark_start_body(struct mgc_dom *d, int n) {
+void mgc_major_mark_start(struct mgc_dom *d, int n) {
   uint64_t t0 = mgc_now_ns();
   mgc_ev_begin(d, MGC_EVN_PHASE_CHANGE);
   if (mgc_stw_barrier_begin(n)) {
@@ -1099,18 +1099,20 @@ static void mark_start_body(struct mgc_dom *d, int n) {
 
 /* Inside a section, every participant: whether every pool is swept, so
    that marking starts now; decided by the last arriver on a count nobody
-   can change while all wait (sweeping only counts down). */
+   can change while all wait (sweeping only counts down).  Outside
+   PHASE_SWEEP_FIRST, false without a barrier: the phase changes only in
+   sections, so every participant reads the same one here. */
 static bool decided_mark_start;
 
 bool mgc_major_mark_start_due(int n) {
+  if (mgc_gc_phase() != PHASE_SWEEP_FIRST)
+    return false;
   if (mgc_stw_barrier_begin(n)) {
     decided_mark_start = complete_sweep_first();
     mgc_stw_barrier_release();
   }
   return decided_mark_start;
 }
-
-void mgc_major_mark_start(struct mgc_dom *d, int n) { mark_start_body(d, n); }
 
 /* From a slice that cannot wait for the next minor collection: its own
    minor collection, which ends with the mark start if still due (the
@@ -1137,7 +1139,7 @@ static void stw_mark_start(struct mgc_dom *d, void *data, int idx, int n,
   if (!mark_start_heaps_empty)
     mgc_minor_from_stw(d, idx, n, parts);
   else if (mgc_major_mark_start_due(n))
-    mark_start_body(d, n);
+    mgc_major_mark_start(d, n);
 }
 
 /* The debt a slice may leave unpaid while every pool is swept and marking
@@ -1254,29 +1256,29 @@ static bool run_slice(struct slice *s) {
     }
     mgc_ev_end(d, MGC_EVN_SWEEP);
   }
-  if (mgc_gc_phase() == PHASE_SWEEP_FIRST) {
+  if (mgc_gc_phase() == PHASE_SWEEP_FIRST && s->mode != SLICE_IN_STW) {
     /* Every pool swept: the next minor collection starts marking, unless
        this slice owes more than it may leave unpaid meanwhile (an
        explicit budget is always spent).  chunk() may have served a
        section that started marking already. */
-    if (s->mode != SLICE_IN_STW && complete_sweep_first()) {
-      int64_t left = s->mode == SLICE_AUTO
+    if (complete_sweep_first()) {
+      bool auto_mode = s->mode == SLICE_AUTO;
+      int64_t left = auto_mode
                          ? s->target - (int64_t)LOAD_RELAXED(&mgc_rt.work_paid)
                          : (int64_t)s->budget;
-      if (left > (s->mode == SLICE_AUTO ? mark_start_wait_debt(d) : 0)) {
+      if (left > (auto_mode ? mark_start_wait_debt(d) : 0)) {
         mgc_log(MGC_VERBOSE_MINOR, "mark start from a slice, %lld words owed",
                 (long long)left);
         mgc_try_run_on_all_domains(d, stw_mark_start, NULL, NULL);
       }
     }
-    if (mgc_gc_phase() == PHASE_SWEEP_FIRST) {
-      /* Marking waits for another domain's sweeping: ask it for a slice
-         (a blocked one sweeps on its backup thread), once. */
-      if (s->mode != SLICE_IN_STW && d->sweeping_done)
-        request_slices_for_phase(d);
-      return false;
-    }
+    /* Marking waits for another domain's sweeping: ask it for a slice (a
+       blocked one sweeps on its backup thread), once. */
+    if (mgc_gc_phase() == PHASE_SWEEP_FIRST && d->sweeping_done)
+      request_slices_for_phase(d);
   }
+  if (mgc_gc_phase() == PHASE_SWEEP_FIRST)
+    return false;
   for (;;) {
     if (chunk(s) > 0)
       share_join(d);
@@ -1445,7 +1447,7 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
     /* The minor heaps are empty here (emptied above, and nothing
        allocates in the section). */
     if (mgc_major_mark_start_due(n))
-      mark_start_body(d, n);
+      mgc_major_mark_start(d, n);
     else if (change_phase_body(d, n, parts))
       cycle_end_body(d, idx, n, parts, r.forced);
   }

@@ -884,7 +884,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
      here.  The copies just made are UNMARKED, like every block born
      before the mark start, and marking traces them from the roots.  The
      phase, read alike by every participant, changes only in sections. */
-  if (mgc_gc_phase() == PHASE_SWEEP_FIRST && mgc_major_mark_start_due(n))
+  if (mgc_major_mark_start_due(n))
     mgc_major_mark_start(d, n);
   mgc_reset_young_limit(d);
 }
