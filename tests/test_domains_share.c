@@ -86,17 +86,23 @@ static atomic_long taken1;
 
 static mgc_value slicer(mgc_value arg) {
   (void)arg;
-  while (!atomic_load(&stop1))
+  struct mgc_dom *self = (struct mgc_dom *)mgc_self();
+  long taken0 = (long)self->mark_taken;
+  while (!atomic_load(&stop1)) {
     mgc_major_slice(64);
-  atomic_store(&taken1, (long)((struct mgc_dom *)mgc_self())->mark_taken);
+    atomic_store(&taken1, (long)self->mark_taken - taken0);
+  }
   return MGC_UNIT;
 }
 
 /* Runs small explicit slices on this domain and on a second one until
-   four cycles have ended; returns the entries this domain gave to the
-   pool and those the second one took. */
+   four cycles have ended, and on until the second one has taken an entry
+   (up to 64 cycles: on a loaded machine it may not run while the pool
+   holds some); returns the entries this domain gave to the pool and
+   those the second one took. */
 static bool slices_on_two_domains(size_t *given, long *taken) {
   atomic_store(&stop1, 0);
+  atomic_store(&taken1, 0);
   mgc_domain *h = mgc_domain_spawn(slicer, MGC_UNIT);
   CHECK(h != NULL, "spawn: %s", mgc_strerror(mgc_last_error()));
   if (!h)
@@ -106,7 +112,7 @@ static bool slices_on_two_domains(size_t *given, long *taken) {
   /* Small slices: the structure's marking spans many of them, and the
      other domain's slices come in between. */
   uint64_t c0 = cycles();
-  while (cycles() < c0 + 4)
+  while (cycles() < c0 + 4 || (atomic_load(&taken1) == 0 && cycles() < c0 + 64))
     mgc_major_slice(64);
   *given = self->mark_given - given0;
   atomic_store(&stop1, 1);
