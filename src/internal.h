@@ -411,7 +411,20 @@ void mgc_major_slice_run(struct mgc_dom *d, intptr_t work, enum slice_mode m);
    PHASE_SWEEP_FIRST, every pool swept; a barrier only then); then, with
    every minor heap empty, the mark start itself (from then on blocks are
    born MARKED). */
-bool mgc_major_mark_start_due(int n);
+bool mgc_major_mark_start_due(int n, bool forced);
+/* Marking is paid at this many times the pacing model's rate, over a
+   correspondingly shorter stretch of the cycle (the mark trigger, DESIGN
+   §6.10). */
+#ifndef MGC_MARK_SPEEDUP
+#define MGC_MARK_SPEEDUP 4
+#endif
+/* Major slices asked for per minor cycle: 2 while sweeping first, 2 x the
+   marking speed-up while marking (DESIGN §6.10). */
+unsigned mgc_major_slices_per_minor(void);
+/* The slice points of a domain's empty minor heap (invariant 7), and how
+   many are left in this minor cycle, the slice now running counted. */
+void mgc_minor_place_trigger(struct mgc_dom *d);
+unsigned mgc_minor_slices_left(const struct mgc_dom *d);
 void mgc_major_mark_start(struct mgc_dom *d, int n);
 void mgc_major_finish_cycle(struct mgc_dom *d, int cycles, bool forced);
 void mgc_mark_stack_free(struct mark_stack *ms);
@@ -667,7 +680,10 @@ struct mgc_dom {
   word young_start;
   word young_end;
   word young_floor;
-  word young_trigger; /* midpoint of [floor, end) or floor (invariant 7) */
+  /* young_trigger: the next slice point, end - j * young_slice_step for
+     some j >= 1 above floor, or floor (invariant 7) */
+  word young_trigger;
+  word young_slice_step;
   size_t minor_heap_words;
   /* The pause model of size_minor_heap: decaying sums of own pause ns
      and promoted words, the decaying peak of promoted / used words, and
@@ -779,6 +795,13 @@ struct mgc_runtime {
   _Atomic int64_t last_cycle_work;
   _Atomic int held_frozen;
   _Atomic size_t cycle_room;
+  /* The mark trigger (§6.10): allocation since the cycle began, counted in
+     words of work at the unhurried rate; the count at which marking is
+     due; work_paid at the mark start; the last cycle's marking work. */
+  _Atomic int64_t cycle_clock;
+  _Atomic int64_t mark_trigger;
+  _Atomic int64_t mark_paid_start;
+  _Atomic int64_t last_mark_work;
   _Atomic uint64_t forced_major;
   _Atomic uint64_t compactions;
   _Atomic uint64_t compacted_words; /* moved by compactions */

@@ -6,8 +6,11 @@
  * UNMARKED becomes GARBAGE, GARBAGE becomes MARKED; no header is touched)
  * and each domain sweeps its own pools in slices, marking nothing: the
  * write barrier darkens nothing then, and loads the overwritten value only
- * to store a young one (invariant 12).  Once every pool is swept, the
- * snapshot is taken (the mark start): in another STW section, with every
+ * to store a young one (invariant 12).  Once every pool is swept and the
+ * cycle has allocated up to its mark trigger (the cycle idles meanwhile:
+ * marking is paid MGC_MARK_SPEEDUP times faster, so that it spans a
+ * shorter part of the cycle; see mark_trigger_reached), the snapshot is
+ * taken (the mark start): in another STW section, with every
  * minor heap emptied again, every domain darkens its roots.  From then on
  * each domain marks from its own mark stack in slices, while mutators run
  * (a domain out of marking takes entries another domain shares, invariant
@@ -22,8 +25,8 @@
  * countdowns (mgc_rt.counts, invariants 31-35):
  *
  *   phase             work in it                  leaves when (global)
- *   PHASE_SWEEP_FIRST sweep, adopt ephemeron      to_sweep = 0: mark start
- *                     orphans
+ *   PHASE_SWEEP_FIRST sweep, adopt ephemeron      to_sweep = 0 and the mark
+ *                     orphans; then idle          trigger reached: mark start
  *   PHASE_MARK_MAIN   sweep, mark, ephemeron      to_sweep = to_mark = 0,
  *                     rounds, adopt orphans       ephemeron rounds stable,
  *                                                 no orphans, nobody orphaning
@@ -728,12 +731,17 @@ static void note_sweep(struct mgc_dom *d) {
 /* Words of marking and sweeping owed per word allocated in the major heap.
    With o = space_overhead, a cycle marks the live words L and sweeps the
    heap H (counted at a quarter of a word each: a sequential scan).  A
-   block allocated in cycle n is freed during cycle n + 2, so the heap
-   holds L plus about two cycles of allocation; a cycle may therefore take
-   about L * o / 200 words for the heap to stay near (1 + o/100) L, and
-   work / allocated word = (L + H / 4) / (L o / 200), about
-   (200 + o) / o once H / 4 and the roots are counted.  Measured on the
-   benchmarks, this keeps the peak heap at or below OCaml's. */
+   block allocated in cycle n is freed during cycle n + 2 at the latest, so
+   the heap holds L plus up to two cycles of allocation; a cycle may
+   therefore take about L * o / 200 words for the heap to stay near
+   (1 + o/100) L, and work / allocated word = (L + H / 4) / (L o / 200),
+   about (200 + o) / o once H / 4 and the roots are counted.  Measured on
+   the benchmarks, this keeps the peak heap at or below OCaml's.  (A block
+   allocated before its cycle's mark start and dead at it is freed by the
+   next cycle's sweep, so the heap holds less than that since marking runs
+   in a short stretch of each cycle, mark_trigger_reached; a lower rate
+   that spends the difference on fewer cycles raised the peak of two
+   domains building trees together past OCaml's: docs/PERFORMANCE.md.) */
 static double model_work_per_word(void) {
   double o = mgc_rt.params.space_overhead;
   return (200.0 + o) / o;
@@ -800,16 +808,50 @@ static double work_per_word(void) {
 
    In the single section of a cycle end, by the last arriver, before the
    leftover debt is dropped: the cycle's work, and the next one's room. */
-static void pace_cycle_end(void) {
+static void pace_cycle_end(bool forced) {
   int64_t paid = LOAD_RELAXED(&mgc_rt.work_paid);
-  STORE_RELAXED(&mgc_rt.last_cycle_work,
-                paid - LOAD_RELAXED(&mgc_rt.cycle_paid_start));
+  int64_t work = paid - LOAD_RELAXED(&mgc_rt.cycle_paid_start);
+  int64_t marking = paid - LOAD_RELAXED(&mgc_rt.mark_paid_start);
+  STORE_RELAXED(&mgc_rt.last_cycle_work, work);
+  STORE_RELAXED(&mgc_rt.last_mark_work, marking);
+  /* A forced cycle's work was not paced by allocation: the next one marks
+     as soon as it has swept. */
+  STORE_RELAXED(&mgc_rt.mark_trigger,
+                forced ? 0
+                       : work - (int64_t)((double)marking / MGC_MARK_SPEEDUP));
+  STORE_RELAXED(&mgc_rt.cycle_clock, 0);
   STORE_RELAXED(&mgc_rt.cycle_paid_start, LOAD_RELAXED(&mgc_rt.work_owed));
   double room = held_room();
   STORE_RELAXED(&mgc_rt.cycle_room, room > 0 ? (size_t)room : 0);
   int wait = LOAD_RELAXED(&mgc_rt.held_frozen);
   if (wait > 0)
     STORE_RELAXED(&mgc_rt.held_frozen, wait - 1);
+}
+
+/* Slice points per minor cycle: as many more while marking as marking is
+   paid faster, so that a slice then is no longer than one while sweeping
+   (start_slice spreads the debt over the points left). */
+unsigned mgc_major_slices_per_minor(void) {
+  return mgc_gc_phase() == PHASE_SWEEP_FIRST ? 2 : 2 * MGC_MARK_SPEEDUP;
+}
+
+/* The mark trigger.  The snapshot barrier darkens while marking runs, and
+   every block allocated meanwhile is born marked and kept until the next
+   cycle: both cost in proportion to how long marking lasts.  So marking
+   is paid at MGC_MARK_SPEEDUP times the model's rate, over a
+   proportionally shorter stretch of allocation, and the cycle keeps its
+   length: after its sweeping it idles (nothing owed, the barrier off,
+   blocks born unmarked) until it has allocated what the last cycle's
+   work would have taken at the model's rate, less the shortened marking.
+   cycle_clock counts the cycle's allocation in work at the model's rate;
+   mark_trigger is the count at which marking is due (pace_cycle_end; 0
+   after a forced cycle).  Live data that grows makes a cycle's marking
+   longer than its trigger allowed for; the next trigger follows.
+   Relaxed: pacing counters, only compared; a stale value moves the mark
+   start by a slice at most. */
+static bool mark_trigger_reached(void) {
+  return LOAD_RELAXED(&mgc_rt.cycle_clock) >=
+         LOAD_RELAXED(&mgc_rt.mark_trigger);
 }
 
 static double total_cycle_work(void) {
@@ -1016,7 +1058,7 @@ static void cycle_end_body(struct mgc_dom *d, int idx, int n,
     /* The finished cycle's work is all done: a debt left over means the
        allocation overestimated it, and is not carried into the next cycle
        (which would only shorten it). */
-    pace_cycle_end();
+    pace_cycle_end(forced);
     STORE_RELAXED(&mgc_rt.work_paid, LOAD_RELAXED(&mgc_rt.work_owed));
     atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     mgc_log(MGC_VERBOSE_MAJOR, "major cycle %llu ends, heap %zu words",
@@ -1067,6 +1109,7 @@ void mgc_major_mark_start(struct mgc_dom *d, int n) {
   mgc_ev_begin(d, MGC_EVN_PHASE_CHANGE);
   if (mgc_stw_barrier_begin(n)) {
     reset_mark_counts(n);
+    STORE_RELAXED(&mgc_rt.mark_paid_start, LOAD_RELAXED(&mgc_rt.work_paid));
     atomic_fetch_add(&mgc_rt.slice_epoch, 1);
     mgc_log(MGC_VERBOSE_MINOR, "major phase: %s", phase_name(PHASE_MARK_MAIN));
     mgc_stw_barrier_release();
@@ -1103,12 +1146,18 @@ void mgc_major_mark_start(struct mgc_dom *d, int n) {
    PHASE_SWEEP_FIRST, false without a barrier: the phase changes only in
    sections, so every participant reads the same one here. */
 static bool decided_mark_start;
+/* Set by stw_mark_start for the minor collection it runs: marking is due
+   whatever the trigger says (the slice's debt says so). */
+static bool mark_start_forced;
 
-bool mgc_major_mark_start_due(int n) {
+bool mgc_major_mark_start_due(int n, bool forced) {
   if (mgc_gc_phase() != PHASE_SWEEP_FIRST)
     return false;
   if (mgc_stw_barrier_begin(n)) {
-    decided_mark_start = complete_sweep_first();
+    decided_mark_start =
+        complete_sweep_first() &&
+        (forced || mark_start_forced || mark_trigger_reached());
+    mark_start_forced = false;
     mgc_stw_barrier_release();
   }
   return decided_mark_start;
@@ -1129,6 +1178,9 @@ static void stw_mark_start(struct mgc_dom *d, void *data, int idx, int n,
     /* Every participant waits at the barrier: its allocation pointer
        cannot move. */
     mark_start_heaps_empty = true;
+    /* Only where the minor collection will decide (and clear it): the
+       phase may have moved on since this section was asked for. */
+    mark_start_forced = mgc_gc_phase() == PHASE_SWEEP_FIRST;
     for (int i = 0; i < n; i++)
       if (parts[i]->fast.young_ptr != parts[i]->young_end)
         mark_start_heaps_empty = false;
@@ -1138,7 +1190,7 @@ static void stw_mark_start(struct mgc_dom *d, void *data, int idx, int n,
   }
   if (!mark_start_heaps_empty)
     mgc_minor_from_stw(d, idx, n, parts);
-  else if (mgc_major_mark_start_due(n))
+  else if (mgc_major_mark_start_due(n, true))
     mgc_major_mark_start(d, n);
 }
 
@@ -1263,9 +1315,9 @@ static bool run_slice(struct slice *s) {
        section that started marking already. */
     if (complete_sweep_first()) {
       bool auto_mode = s->mode == SLICE_AUTO;
-      int64_t left = auto_mode
-                         ? s->target - (int64_t)LOAD_RELAXED(&mgc_rt.work_paid)
-                         : (int64_t)s->budget;
+      int64_t left = auto_mode ? LOAD_RELAXED(&mgc_rt.work_owed) -
+                                     LOAD_RELAXED(&mgc_rt.work_paid)
+                               : (int64_t)s->budget;
       if (left > (auto_mode ? mark_start_wait_debt(d) : 0)) {
         mgc_log(MGC_VERBOSE_MINOR, "mark start from a slice, %lld words owed",
                 (long long)left);
@@ -1369,14 +1421,32 @@ static void start_slice(struct slice *s, struct mgc_dom *d, intptr_t work,
   s->d = d;
   s->mode = mode;
   s->budget = work;
-  double owed = (double)d->allocated_words * work_per_word() +
-                d->extra_resources * total_cycle_work();
+  /* At the model's rate while sweeping, nothing while idle before the
+     mark trigger, MGC_MARK_SPEEDUP times the model's rate once marking. */
+  double at_model = (double)d->allocated_words * work_per_word();
+  double owed = d->extra_resources * total_cycle_work();
+  if (mgc_gc_phase() != PHASE_SWEEP_FIRST)
+    owed += at_model * MGC_MARK_SPEEDUP;
+  else {
+    atomic_fetch_add_explicit(&mgc_rt.cycle_clock, (int64_t)at_model,
+                              memory_order_relaxed);
+    if (!complete_sweep_first() || mark_trigger_reached())
+      owed += at_model;
+  }
   COUNTER_ADD(&d->stats.major_words, d->allocated_words);
   d->allocated_words = 0;
   d->extra_resources = 0;
   s->target = atomic_fetch_add_explicit(&mgc_rt.work_owed, (int64_t)owed,
                                         memory_order_relaxed) +
               (int64_t)owed;
+  /* An automatic slice pays its share of the debt: the debt spread over
+     the slice points left in this minor cycle, so that the debt a minor
+     collection's promotion brings is paid in even slices. */
+  if (mode == SLICE_AUTO) {
+    int64_t paid = LOAD_RELAXED(&mgc_rt.work_paid);
+    if (s->target > paid)
+      s->target = paid + (s->target - paid) / mgc_minor_slices_left(d);
+  }
   atomic_store_explicit(&d->slice_epoch, atomic_load(&mgc_rt.slice_epoch),
                         memory_order_relaxed);
 }
@@ -1446,7 +1516,7 @@ static void stw_finish_cycle(struct mgc_dom *d, void *data, int idx, int n,
     run_slice(&s);
     /* The minor heaps are empty here (emptied above, and nothing
        allocates in the section). */
-    if (mgc_major_mark_start_due(n))
+    if (mgc_major_mark_start_due(n, true))
       mgc_major_mark_start(d, n);
     else if (change_phase_body(d, n, parts))
       cycle_end_body(d, idx, n, parts, r.forced);

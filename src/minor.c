@@ -6,11 +6,12 @@
  * young_ptr downwards from young_end; young_start <= young_floor <=
  * young_ptr <= young_end outside the inline fast path (invariant 6), where
  * young_floor is the bottom of the part in use this minor cycle (the
- * pause-aware size, below).  young_trigger is the midpoint of [young_floor,
- * young_end) (crossing it asks for a major slice) or young_floor (crossing
- * it asks for a minor collection); young_limit is the larger of the trigger and
- * nothing else, or all-ones when an interrupt or request is pending; only the
- * owner writes a value other than all-ones (invariant 7).
+ * pause-aware size, below).  young_trigger is the next of the slice points
+ * cut from [young_floor, young_end) (crossing one asks for a major slice)
+ * or young_floor (crossing it asks for a minor collection); young_limit is the
+ * larger of the trigger and nothing else, or all-ones when an interrupt or
+ * request is pending; only the owner writes a value other than all-ones
+ * (invariant 7).
  *
  * A minor collection is a STW section in which every participant promotes,
  * in parallel, from its share of every domain's remembered set, its own
@@ -183,10 +184,11 @@ void mgc_request_major_slice(struct mgc_dom *d) {
   __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
 }
 
-/* The first domain to fill half its minor heap in a minor cycle asks
-   every domain for a slice (DESIGN §2.4: OCaml's major slice epoch), so
-   that domains which allocate little, or sit in a blocking section, still
-   do their part of each phase. */
+/* The first domain to fill half its minor heap in a minor cycle (at the
+   first slice point at or past the half) asks every domain for a slice
+   (DESIGN §2.4: OCaml's major slice epoch), so that domains which
+   allocate little, or sit in a blocking section, still do their part of
+   each phase. */
 static _Atomic uint64_t global_slice_minor;
 
 static void request_global_slices_once(struct mgc_dom *d) {
@@ -221,8 +223,14 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
       d->requested_minor = true;
     } else {
       d->requested_major_slice = true;
-      d->young_trigger = d->young_floor;
-      request_global_slices_once(d);
+      word next = d->young_trigger - d->young_slice_step;
+      d->young_trigger = next < d->young_floor + d->young_slice_step / 2
+                             ? d->young_floor
+                             : next;
+      /* Half the part used, or more: the other domains' turn too. */
+      if (d->young_end - d->young_trigger >=
+          (d->young_end - d->young_floor) / 2)
+        request_global_slices_once(d);
     }
   }
   if (slice_requested(d))
@@ -705,11 +713,36 @@ static word model_part_words(const struct mgc_dom *d, double aim, word full) {
   return cost * (double)full <= aim ? full : (word)(aim / cost);
 }
 
-/* Puts the part in use at the top `used` words of the heap, the trigger
-   at its midpoint (the heap is empty: after a collection or a commit). */
+/* The slice points of an empty heap (invariant 7): the part in use cut
+   into mgc_major_slices_per_minor() steps of whole words, the trigger at
+   the first step below young_end.  Allocation crossing a point asks for a
+   major slice and moves the trigger one step down (mgc_poll_gc_work); the
+   last step is the floor, where a minor collection is due. */
+void mgc_minor_place_trigger(struct mgc_dom *d) {
+  word used = (d->young_end - d->young_floor) / WORD;
+  word step = used / mgc_major_slices_per_minor();
+  d->young_slice_step = (step > 0 ? step : 1) * WORD;
+  d->young_trigger = d->young_end - d->young_slice_step;
+  if (d->young_trigger < d->young_floor + d->young_slice_step / 2)
+    d->young_trigger = d->young_floor;
+}
+
+/* The slice points left in this minor cycle, the one just crossed (or the
+   collection just made) counted: the slice running now and one for each
+   point still ahead above the floor. */
+unsigned mgc_minor_slices_left(const struct mgc_dom *d) {
+  if (d->young_slice_step == 0 || d->young_trigger <= d->young_floor)
+    return 1;
+  return 1 + (unsigned)((d->young_trigger - d->young_floor +
+                         d->young_slice_step / 2) /
+                        d->young_slice_step);
+}
+
+/* Puts the part in use at the top `used` words of the heap, with its slice
+   points (the heap is empty: after a collection or a commit). */
 static void use_part(struct mgc_dom *d, word used) {
   d->young_floor = d->young_end - used * WORD;
-  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
+  mgc_minor_place_trigger(d);
 }
 
 /* A new heap (a new domain, a resize): nothing is known of its survival
@@ -880,12 +913,15 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)
     mgc_verify_in_stw(d, idx, n);
-  /* Every minor heap is empty: once every pool is swept, marking starts
-     here.  The copies just made are UNMARKED, like every block born
-     before the mark start, and marking traces them from the roots.  The
-     phase, read alike by every participant, changes only in sections. */
-  if (mgc_major_mark_start_due(n))
+  /* Every minor heap is empty: once every pool is swept and the cycle
+     has allocated up to its mark trigger, marking starts here.  The copies just
+     made are UNMARKED, like every block born before the mark start, and marking
+     traces them from the roots.  The phase, read alike by every participant,
+     changes only in sections. */
+  if (mgc_major_mark_start_due(n, false))
     mgc_major_mark_start(d, n);
+  /* Again: the mark start changes the number of slice points. */
+  mgc_minor_place_trigger(d);
   mgc_reset_young_limit(d);
 }
 

@@ -10,8 +10,8 @@
  *      closure's start of environment;
  *   6  young_start <= young_floor <= young_ptr <= young_end, and the minor
  *      heap parses;
- *   7  young_trigger is the midpoint of [young_floor, young_end) or
- *      young_floor;
+ *   7  young_trigger is young_floor or a slice point: in the part in use,
+ *      a whole number of young_slice_steps below young_end;
  *   10 every non-young field holding a young pointer is remembered;
  *   13 tables: base <= ptr <= limit <= end;
  *   14 generational roots are in the right set;
@@ -466,10 +466,13 @@ static void check_minor_heap(struct verifier *vf, struct mgc_dom *d) {
         d->young_floor <= d->fast.young_ptr &&
         d->fast.young_ptr <= d->young_end))
     report(vf, "domain %d: young_ptr outside its heap (invariant 6)", d->id);
-  word mid = d->young_floor + (d->young_end - d->young_floor) / 2;
-  if (d->young_trigger != mid && d->young_trigger != d->young_floor)
+  word step = d->young_slice_step;
+  if (d->young_trigger != d->young_floor &&
+      (step == 0 || d->young_trigger < d->young_floor ||
+       d->young_trigger >= d->young_end ||
+       (d->young_end - d->young_trigger) % step != 0))
     report(vf,
-           "domain %d: young_trigger is neither midpoint nor floor "
+           "domain %d: young_trigger is neither a slice point nor the floor "
            "(invariant 7)",
            d->id);
   for (word *p = (word *)d->fast.young_ptr; p < (word *)d->young_end;) {

@@ -882,7 +882,7 @@ static size_t grown_part(struct mgc_dom *d, unsigned goal_us, size_t used) {
 /* Puts the part in use at `words` (the heap is empty after a collection). */
 static void set_part_words(struct mgc_dom *d, size_t words) {
   d->young_floor = d->young_end - words * sizeof(mgc_value);
-  d->young_trigger = d->young_floor + (d->young_end - d->young_floor) / 2;
+  mgc_minor_place_trigger(d);
   mgc_reset_young_limit(d);
 }
 

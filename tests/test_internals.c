@@ -3,8 +3,8 @@
  *   13  the remembered set crosses its threshold into the reserve (asking
  *       for a minor collection), then doubles, and never loses an entry;
  *   25  after a minor collection: young_ptr = young_end, trigger at the
- *       midpoint, tables empty, and (debug level 2) the used part of the
- *       minor heap poisoned;
+ *       first slice point, tables empty, and (debug level 2) the used part
+ *       of the minor heap poisoned;
  *   36  the mark stack, capped tiny, is pruned into the compressed set and
  *       marking still reaches every live block; so does marking in slices
  *       of a few words, whatever the position of a block's pointers;
@@ -17,6 +17,12 @@
  *       by an older block survives, one dropped is freed) and MARKED
  *       after it; the old blocks held only by the (UNMARKED) copies of the
  *       minor collection that starts marking survive the cycle;
+ *   the mark trigger: once swept, a cycle idles (nothing owed, no mark
+ *   start at minor collections) until its clock reaches the trigger; a
+ *   slice owing too much, or a forced cycle, starts marking anyway; each
+ *   paced cycle end sets the trigger from the last cycle's work; while
+ *   marking there are 2 x MGC_MARK_SPEEDUP slice points per minor cycle
+ *   and an automatic slice pays its share of the debt;
  *   free pools go back to the OS on mgc_compact;
  *   26  a pool taken fresh during a cycle's marking is not read by the
  *       sweep of the next cycle (it holds no GARBAGE block), but by that of
@@ -238,9 +244,11 @@ static void test_after_minor(void) {
   word used_from = d->fast.young_ptr;
   mgc_minor_collection();
   CHECK(d->fast.young_ptr == d->young_end, "young_ptr = young_end");
-  CHECK(d->young_trigger ==
-            d->young_floor + (d->young_end - d->young_floor) / 2,
-        "trigger at the midpoint of the part in use");
+  word step = d->young_slice_step;
+  CHECK(step == (d->young_end - d->young_floor) / mgc_major_slices_per_minor() /
+                    WORD * WORD &&
+            d->young_trigger == d->young_end - step,
+        "trigger at the first of the slice points of the part in use");
   CHECK(mgc_table_count(&d->major_ref) == 0 && mgc_table_count(&d->custom) == 0,
         "tables empty");
 #if MGC_DEBUG >= 2
@@ -441,6 +449,122 @@ static mgc_value boxed(long n) {
   mgc_value x = mgc_alloc_shr(1, 0);
   mgc_initialize(&MGC_FIELD(x, 0), MGC_VAL_INT(n));
   return x;
+}
+
+/* The mark trigger (DESIGN §6.10).  After its sweeping a cycle idles,
+   owing nothing, until it has allocated up to its trigger: a minor
+   collection before that does not start marking, one after it does.  A
+   slice whose debt is past what may wait (here: a custom block's
+   resources) starts marking whatever the trigger, and so does a forced
+   cycle.  A paced cycle end sets the next trigger from the last cycle's
+   work: its whole work less its marking shortened MGC_MARK_SPEEDUP times;
+   a forced one sets it to 0. */
+static void test_mark_trigger(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  struct mgc_dom *d = self();
+  MGC_PARAM0;
+  MGC_LOCAL2(keep, y);
+  mgc_major_collection();
+  CHECK(LOAD_RELAXED(&mgc_rt.mark_trigger) == 0,
+        "a forced cycle end sets the trigger to 0");
+  while (!d->sweeping_done)
+    mgc_major_slice(1);
+  int64_t far = LOAD_RELAXED(&mgc_rt.cycle_clock) + ((int64_t)1 << 50);
+  STORE_RELAXED(&mgc_rt.mark_trigger, far);
+  int64_t owed = LOAD_RELAXED(&mgc_rt.work_owed);
+  uint64_t c0 = LOAD_RELAXED(&mgc_rt.major_cycles);
+  for (int round = 0; round < 3; round++) {
+    for (int i = 0; i < 1000; i++) {
+      y = mgc_alloc_small(3, 0);
+      MGC_FIELD(y, 0) = keep;
+      MGC_FIELD(y, 1) = MGC_VAL_INT(i);
+      MGC_FIELD(y, 2) = MGC_UNIT;
+      keep = y;
+    }
+    mgc_minor_collection();
+    mgc_major_slice(0);
+  }
+  CHECK(LOAD_RELAXED(&mgc_rt.major_cycles) == c0 &&
+            mgc_gc_phase() == PHASE_SWEEP_FIRST && !mgc_marking_on(),
+        "swept, before the trigger: minor collections do not start marking");
+  CHECK(LOAD_RELAXED(&mgc_rt.work_owed) == owed,
+        "nothing is owed while idle (%lld words)",
+        (long long)(LOAD_RELAXED(&mgc_rt.work_owed) - owed));
+  CHECK(LOAD_RELAXED(&mgc_rt.cycle_clock) > far - ((int64_t)1 << 50),
+        "the idle stretch's allocation is counted on the cycle's clock");
+  STORE_RELAXED(&mgc_rt.mark_trigger, LOAD_RELAXED(&mgc_rt.cycle_clock));
+  y = mgc_alloc_small(1, 0);
+  MGC_FIELD(y, 0) = keep;
+  mgc_minor_collection();
+  CHECK(mgc_gc_phase() != PHASE_SWEEP_FIRST,
+        "the minor collection after the trigger starts marking");
+  /* While marking, 8 slice points per minor cycle, and an automatic slice
+     pays its share of the debt: an eighth of it right after the minor
+     collection (the list kept above is 3000 blocks of marking). */
+  CHECK(mgc_major_slices_per_minor() == 2 * MGC_MARK_SPEEDUP &&
+            mgc_minor_slices_left(d) == 2 * MGC_MARK_SPEEDUP,
+        "marking: %u slice points per minor cycle, %u left",
+        mgc_major_slices_per_minor(), mgc_minor_slices_left(d));
+  d->allocated_words = 0;
+  d->extra_resources = 0;
+  int64_t paid0 = LOAD_RELAXED(&mgc_rt.work_paid);
+  STORE_RELAXED(&mgc_rt.work_owed, paid0 + 8000);
+  mgc_major_slice(0);
+  int64_t slice_paid = LOAD_RELAXED(&mgc_rt.work_paid) - paid0;
+  CHECK(slice_paid >= 1000 && slice_paid < 2000,
+        "an automatic slice paid %lld of a debt of 8000 words",
+        (long long)slice_paid);
+  /* A slice with more debt than may wait starts marking itself. */
+  mgc_major_collection();
+  while (!d->sweeping_done)
+    mgc_major_slice(1);
+  STORE_RELAXED(&mgc_rt.mark_trigger,
+                LOAD_RELAXED(&mgc_rt.cycle_clock) + ((int64_t)1 << 50));
+  y = mgc_alloc_small(1, 0); /* not empty: the slice's own minor GC */
+  MGC_FIELD(y, 0) = keep;
+  mgc_adjust_gc_speed(d, 1, 1);
+  mgc_major_slice(0);
+  CHECK(mgc_gc_phase() != PHASE_SWEEP_FIRST,
+        "a slice owing a cycle's work starts marking before the trigger");
+  /* A forced cycle ignores the trigger (it would never be reached). */
+  mgc_major_collection();
+  STORE_RELAXED(&mgc_rt.mark_trigger,
+                LOAD_RELAXED(&mgc_rt.cycle_clock) + ((int64_t)1 << 50));
+  uint64_t cycles = LOAD_RELAXED(&mgc_rt.major_cycles);
+  mgc_major_collection();
+  CHECK(LOAD_RELAXED(&mgc_rt.major_cycles) >= cycles + 1,
+        "a forced cycle completes past the trigger");
+  /* Cycles paced by allocation alone: each sets the next trigger. */
+  cycles = LOAD_RELAXED(&mgc_rt.major_cycles);
+  int paced = 0;
+  for (long i = 0; paced < 3 && i < 50000000; i++) {
+    y = mgc_alloc_small(3, 0);
+    MGC_FIELD(y, 0) = MGC_UNIT;
+    MGC_FIELD(y, 1) = MGC_VAL_INT(i);
+    MGC_FIELD(y, 2) = MGC_UNIT;
+    if (i % 3 == 0) {
+      MGC_FIELD(y, 0) = keep; /* a growing list, so that cycles mark */
+      keep = y;
+    }
+    if (i % 300000 == 0)
+      keep = MGC_UNIT;
+    if (LOAD_RELAXED(&mgc_rt.major_cycles) != cycles) {
+      cycles = LOAD_RELAXED(&mgc_rt.major_cycles);
+      int64_t work = LOAD_RELAXED(&mgc_rt.last_cycle_work);
+      int64_t marking = LOAD_RELAXED(&mgc_rt.last_mark_work);
+      int64_t trig = LOAD_RELAXED(&mgc_rt.mark_trigger);
+      CHECK(marking > 0 && marking <= work &&
+                trig == work - (int64_t)((double)marking / MGC_MARK_SPEEDUP),
+            "a paced cycle end sets the trigger from the last cycle "
+            "(work %lld, marking %lld, trigger %lld)",
+            (long long)work, (long long)marking, (long long)trig);
+      paced++;
+    }
+  }
+  CHECK(paced == 3, "three paced cycles ended (%d)", paced);
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  MGC_DROP;
+  mgc_shutdown();
 }
 
 static void test_mark_start_minor(void) {
@@ -898,6 +1022,7 @@ int main(void) {
   test_deletion_barrier();
   test_sweep_first();
   test_mark_start_minor();
+  test_mark_trigger();
   test_release();
   test_fresh_pools(false);
   test_fresh_pools(true);
