@@ -1311,10 +1311,12 @@ static bool run_slice(struct slice *s) {
   if (mgc_gc_phase() == PHASE_SWEEP_FIRST && s->mode != SLICE_IN_STW) {
     /* Every pool swept: the next minor collection starts marking, unless
        this slice owes more than it may leave unpaid meanwhile (an
-       explicit budget is always spent).  chunk() may have served a
+       explicit budget is always spent).  An automatic slice waits for the
+       mark trigger too: before it, what is owed is what the sweeping left
+       unpaid, which marking pays once started.  chunk() may have served a
        section that started marking already. */
-    if (complete_sweep_first()) {
-      bool auto_mode = s->mode == SLICE_AUTO;
+    bool auto_mode = s->mode == SLICE_AUTO;
+    if (complete_sweep_first() && (!auto_mode || mark_trigger_reached())) {
       int64_t left = auto_mode ? LOAD_RELAXED(&mgc_rt.work_owed) -
                                      LOAD_RELAXED(&mgc_rt.work_paid)
                                : (int64_t)s->budget;
@@ -1422,16 +1424,20 @@ static void start_slice(struct slice *s, struct mgc_dom *d, intptr_t work,
   s->mode = mode;
   s->budget = work;
   /* At the model's rate while sweeping, nothing while idle before the
-     mark trigger, MGC_MARK_SPEEDUP times the model's rate once marking. */
+     mark trigger, MGC_MARK_SPEEDUP times the model's rate once marking.
+     Before the mark start the cycle's clock runs with the allocation and
+     the custom blocks' resources alike: those bring the trigger nearer
+     while the cycle idles. */
   double at_model = (double)d->allocated_words * work_per_word();
-  double owed = d->extra_resources * total_cycle_work();
+  double extra = d->extra_resources * total_cycle_work();
+  double owed;
   if (mgc_gc_phase() != PHASE_SWEEP_FIRST)
-    owed += at_model * MGC_MARK_SPEEDUP;
+    owed = at_model * MGC_MARK_SPEEDUP + extra;
   else {
-    atomic_fetch_add_explicit(&mgc_rt.cycle_clock, (int64_t)at_model,
+    atomic_fetch_add_explicit(&mgc_rt.cycle_clock, (int64_t)(at_model + extra),
                               memory_order_relaxed);
-    if (!complete_sweep_first() || mark_trigger_reached())
-      owed += at_model;
+    owed = complete_sweep_first() && !mark_trigger_reached() ? 0
+                                                             : at_model + extra;
   }
   COUNTER_ADD(&d->stats.major_words, d->allocated_words);
   d->allocated_words = 0;
