@@ -184,6 +184,14 @@ void mgc_request_major_slice(struct mgc_dom *d) {
   __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
 }
 
+/* A slice point, or the floor once less than half a step is left above
+   it: the last step of the part is the minor collection's (invariant 7;
+   mgc_minor_slices_left counts the points on the same rule). */
+static word slice_point_or_floor(const struct mgc_dom *d, word point) {
+  return point < d->young_floor + d->young_slice_step / 2 ? d->young_floor
+                                                          : point;
+}
+
 /* The first domain to fill half its minor heap in a minor cycle (at the
    first slice point at or past the half) asks every domain for a slice
    (DESIGN §2.4: OCaml's major slice epoch), so that domains which
@@ -223,10 +231,8 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
       d->requested_minor = true;
     } else {
       d->requested_major_slice = true;
-      word next = d->young_trigger - d->young_slice_step;
-      d->young_trigger = next < d->young_floor + d->young_slice_step / 2
-                             ? d->young_floor
-                             : next;
+      d->young_trigger =
+          slice_point_or_floor(d, d->young_trigger - d->young_slice_step);
       /* Half the part used, or more: the other domains' turn too. */
       if (d->young_end - d->young_trigger >=
           (d->young_end - d->young_floor) / 2)
@@ -722,9 +728,8 @@ void mgc_minor_place_trigger(struct mgc_dom *d) {
   word used = (d->young_end - d->young_floor) / WORD;
   word step = used / mgc_major_slices_per_minor();
   d->young_slice_step = (step > 0 ? step : 1) * WORD;
-  d->young_trigger = d->young_end - d->young_slice_step;
-  if (d->young_trigger < d->young_floor + d->young_slice_step / 2)
-    d->young_trigger = d->young_floor;
+  d->young_trigger =
+      slice_point_or_floor(d, d->young_end - d->young_slice_step);
 }
 
 /* The slice points left in this minor cycle, the one just crossed (or the
@@ -918,10 +923,11 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
      made are UNMARKED, like every block born before the mark start, and marking
      traces them from the roots.  The phase, read alike by every participant,
      changes only in sections. */
-  if (mgc_major_mark_start_due(n, false))
+  if (mgc_major_mark_start_due(n, false)) {
     mgc_major_mark_start(d, n);
-  /* Again: the mark start changes the number of slice points. */
-  mgc_minor_place_trigger(d);
+    /* Again: the mark start changes the number of slice points. */
+    mgc_minor_place_trigger(d);
+  }
   mgc_reset_young_limit(d);
 }
 
