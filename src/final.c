@@ -18,11 +18,13 @@
  *    run), which may restart marking;
  *  - PHASE_SWEEP_EPHE, once per domain per cycle: unmarked last-kind
  *    values are queued without their value (invariant 35).
- * Values registered during a cycle's marking are marked (held by the
- * mutator) or young, so a domain whose table was empty at the mark start
- * has nothing to examine in that cycle: it counts its update as done at
- * once.  (Before the mark start, in PHASE_SWEEP_FIRST, the tables are
- * left as the last cycle settled them.)
+ * At the mark start every minor heap is empty: every entry becomes old
+ * (with or without a minor collection just before).  Values registered
+ * during a cycle's marking are marked (held by the mutator) or young, so a
+ * domain whose table was empty at the mark start has nothing to examine
+ * in that cycle: it counts its update as done at once.  (Before the mark
+ * start, in PHASE_SWEEP_FIRST, the tables are left as the last cycle
+ * settled them.)
  *
  * Order: the values found dead by one examination form a batch; batches
  * run in the order they were found, and within a batch finalisers run in
@@ -344,10 +346,25 @@ void mgc_final_scan_orphan_roots(mgc_root_action act, void *ctx) {
     scan_queue(f, act, ctx);
 }
 
-/* STW, each domain, at the mark start: a domain with no watched value
-   has nothing to examine in this cycle (see the file comment). */
+/* STW, each domain, at the mark start: every minor heap is empty, so the
+   entries registered since the last minor collection ([old, young)) hold
+   major blocks (a young one would have been allocated since): they become
+   old, and this cycle examines them.  The mark start may come without a
+   minor collection (a slice when nothing was allocated since the last
+   one: stw_mark_start), and left young, an entry whose value died before
+   the mark start would be skipped by this cycle's update and its block
+   swept under it.  A domain with no watched value has nothing to examine
+   in this cycle (see the file comment). */
 void mgc_final_cycle_start(struct mgc_dom *d) {
   struct mgc_final_info *f = d->final;
+#if MGC_DEBUG
+  for (size_t i = f->first.old; i < f->first.young; i++)
+    MGC_ASSERT(!mgc_is_young(f->first.e[i].val));
+  for (size_t i = f->last.old; i < f->last.young; i++)
+    MGC_ASSERT(!mgc_is_young(f->last.e[i].val));
+#endif
+  f->first.old = f->first.young;
+  f->last.old = f->last.young;
   f->updated_first = f->first.young == 0;
   f->updated_last = f->last.young == 0;
   if (f->updated_first)

@@ -14,6 +14,9 @@
  *  - mgc_finalise_last: called once with its data after the death; a young
  *    value dead at a minor collection is finalised by the time
  *    mgc_minor_collection returns (finaliser2.ml, test1).
+ *  - Old values registered after the last minor collection and dropped
+ *    before a mark start taken without one (explicit slices, nothing
+ *    allocated): found dead by that cycle.
  *  - Order: values found dead together run in reverse registration order;
  *    a value's first-kind finalisers run before its last-kind ones; several
  *    finalisers on one value all run (finaliser2.ml, test2).
@@ -500,6 +503,72 @@ static void test_last_kind(void) {
     }
   }
   CHECK_VERIFY("after last-kind basics");
+}
+
+/* ------------------------------------------------------------------------ */
+/* 2b. Registered after the last minor collection, marked without one      */
+/* ------------------------------------------------------------------------ */
+
+/* Old values (small and large) registered after the last minor collection
+   and dropped before a mark start that comes without a minor collection:
+   explicit slices, nothing allocated since the last one, so the slice
+   starts marking with the minor heaps empty as they are.  That cycle must
+   find both dead (found by fuzz_ops: the entries were left as "registered
+   since the last minor collection", skipped by the cycle's updates, their
+   blocks swept, and read after being freed by the next cycle). */
+static void test_mark_start_without_minor(void) {
+  static const size_t sizes[] = {6, 400};
+  size_t k;
+  for (k = 0; k < 2; k++) {
+    int idf = 70 + 2 * (int)k, idl = idf + 1;
+    mgc_stats s0, s1;
+    mgc_value got;
+    r[0] = make_val(idf, sizes[k]);
+    r[1] = make_val(idl, sizes[k]);
+    /* Its finalisers (this file's) allocate nothing: the minor heap stays
+       empty after it, and the cycle has not started marking. */
+    mgc_full_major();
+    CHECK(!mgc_is_young(r[0]) && !mgc_is_young(r[1]), "size %zu: old values",
+          sizes[k]);
+    CHECK(mgc_gc_phase() == PHASE_SWEEP_FIRST,
+          "size %zu: before the mark start (phase %d)", sizes[k],
+          (int)mgc_gc_phase());
+    CHECK(self()->fast.young_ptr == self()->young_end,
+          "size %zu: minor heap empty", sizes[k]);
+    mgc_finalise(r[0], fin_first, REC(idf));
+    mgc_finalise_last(r[1], fin_last, REC(idl));
+    got = r[0];
+    r[0] = r[1] = MGC_UNIT;
+    mgc_get_stats(&s0);
+    /* The smallest budget: the slice that starts marking stops there. */
+    while (mgc_gc_phase() == PHASE_SWEEP_FIRST)
+      mgc_major_slice(1);
+    mgc_get_stats(&s1);
+    CHECK(s1.minor_collections == s0.minor_collections &&
+              mgc_gc_phase() != PHASE_SWEEP_FIRST,
+          "size %zu: marking started without a minor collection (%llu -> "
+          "%llu, phase %d)",
+          sizes[k], (unsigned long long)s0.minor_collections,
+          (unsigned long long)s1.minor_collections, (int)mgc_gc_phase());
+    /* The cycle ends with a minor collection, after both updates. */
+    while (s1.major_collections == s0.major_collections) {
+      mgc_major_slice(1 << 20);
+      mgc_get_stats(&s1);
+    }
+    mgc_run_finalisers();
+    CHECK(recs[idf].first == 1 && recs[idf].bad == 0 && recs[idf].got == got,
+          "size %zu: first-kind value found dead by that cycle (%ld calls)",
+          sizes[k], recs[idf].first);
+    CHECK(recs[idl].last == 1,
+          "size %zu: last-kind value found dead by that cycle (%ld calls)",
+          sizes[k], recs[idl].last);
+    mgc_full_major();
+    mgc_full_major();
+    CHECK(recs[idf].first == 1 && recs[idl].last == 1,
+          "size %zu: and never again (%ld, %ld)", sizes[k], recs[idf].first,
+          recs[idl].last);
+  }
+  CHECK_VERIFY("after the mark start without a minor collection");
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1324,6 +1393,7 @@ int main(void) {
   test_pr12001();
   test_infix();
   test_last_kind();
+  test_mark_start_without_minor();
   test_order();
   test_resurrection();
   test_busy_finalisers();
