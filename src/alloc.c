@@ -83,7 +83,7 @@ mgc_value mgc_alloc_major(struct mgc_dom *d, size_t wosize, unsigned tag,
   mgc_value v = (mgc_value)(hp + 1);
   if (do_fill)
     fill(v, wosize, tag);
-  mgc_note_major_alloc(d, WHSIZE(wosize));
+  mgc_note_direct_major_alloc(d, WHSIZE(wosize));
   return v;
 }
 
@@ -189,7 +189,7 @@ mgc_value mgc_alloc_shr_noexc(size_t wosize, unsigned tag, unsigned reserved) {
   }
   mgc_value v = (mgc_value)(hp + 1);
   fill(v, wosize, tag);
-  mgc_note_major_alloc(d, WHSIZE(wosize));
+  mgc_note_direct_major_alloc(d, WHSIZE(wosize));
   return v;
 }
 

@@ -102,6 +102,7 @@ static struct mgc_dom *dom_prepare(int id) {
   d->fast.local_roots = NULL;
   __atomic_store_n(&d->fast.young_limit, UINTPTR_MAX, __ATOMIC_RELAXED);
   d->requested_minor = d->requested_major_slice = false;
+  d->requested_global_slices = false;
   d->torture_count = 0;
   d->promote_sweeps = -1;
   d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
@@ -125,6 +126,7 @@ static struct mgc_dom *dom_prepare(int id) {
   d->final = mgc_final_info_new();
   atomic_store(&d->slice_epoch, 0);
   d->allocated_words = 0;
+  d->direct_major_words = 0;
   d->extra_resources = 0;
   memset(&d->stats, 0, sizeof d->stats);
   memset(&d->pauses, 0, sizeof d->pauses);

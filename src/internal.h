@@ -433,6 +433,7 @@ void mgc_mark_stack_trim(struct mark_stack *ms);
 bool mgc_major_opportunistic_work(void *dom);
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max);
 void mgc_note_major_alloc(struct mgc_dom *d, size_t words);
+void mgc_note_direct_major_alloc(struct mgc_dom *d, size_t words);
 /* Global state of the cycle, read by the ephemeron and finaliser code. */
 enum mgc_phase mgc_gc_phase(void);
 bool mgc_is_unmarked(mgc_value v); /* a major block, infix resolved */
@@ -693,6 +694,7 @@ struct mgc_dom {
   uint64_t arena_generation; /* of the reservation it was committed in */
   bool requested_minor;
   bool requested_major_slice;
+  bool requested_global_slices; /* mgc_note_direct_major_alloc */
   size_t torture_count;
   uint64_t minor_seq;    /* number of the last minor GC this domain was in */
   uint64_t prefault_seq; /* minor_seq when pools were last faulted ahead */
@@ -735,6 +737,8 @@ struct mgc_dom {
   struct mgc_final_info *final;
   _Atomic uint64_t slice_epoch; /* the global slice request last served */
   size_t allocated_words;       /* major words since the last slice */
+  size_t direct_major_words;    /* allocated outside promotion, see
+                                   mgc_note_direct_major_alloc */
   double extra_resources;
 
   struct mgc_dom_stats stats;

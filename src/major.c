@@ -866,6 +866,30 @@ void mgc_note_major_alloc(struct mgc_dom *d, size_t words) {
     mgc_request_major_slice(d);
 }
 
+/* A block allocated in the major heap directly (mgc_alloc_shr, a large
+   block), not by promotion.  The other domains take slices at their own
+   slice points, when asked once per state of the cycle, and at the global
+   slice epoch, which minor cycles bring (minor.c,
+   request_global_slices_once).  A domain that allocates only in the major
+   heap brings no minor cycles: beside a domain that does not allocate
+   (walking its data, polling) and still owes its part of the cycle's
+   sweeping or marking, the cycle would not end, and the heap would grow
+   with everything allocated (tests/test_domains_share.c, part 4).  So
+   every minor heap's worth of direct major allocation asks every domain
+   for a slice, as a minor cycle does (OCaml 5 asks for a global slice
+   when its direct major allocation passes the minor heap's size).  The
+   request is sent at the next safepoint (mgc_poll_gc_work): the
+   allocation itself may not be one. */
+void mgc_note_direct_major_alloc(struct mgc_dom *d, size_t words) {
+  mgc_note_major_alloc(d, words);
+  d->direct_major_words += words;
+  if (d->direct_major_words >= d->minor_heap_words) {
+    d->direct_major_words = 0;
+    d->requested_global_slices = true;
+    mgc_request_major_slice(d);
+  }
+}
+
 void mgc_adjust_gc_speed(struct mgc_dom *d, size_t mem, size_t max) {
   if (max == 0) {
     max = LOAD_RELAXED(&mgc_rt.heap_words) * WORD / 150 *

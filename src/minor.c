@@ -239,6 +239,11 @@ void mgc_poll_gc_work(struct mgc_dom *d) {
         request_global_slices_once(d);
     }
   }
+  if (d->requested_global_slices) {
+    d->requested_global_slices = false;
+    if (!mgc_single_domain())
+      mgc_request_global_slices(d);
+  }
   if (slice_requested(d))
     d->requested_major_slice = true;
   if (d->requested_minor) {
