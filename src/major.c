@@ -876,10 +876,12 @@ void mgc_note_major_alloc(struct mgc_dom *d, size_t words) {
    sweeping or marking, the cycle would not end, and the heap would grow
    with everything allocated (tests/test_domains_share.c, part 4).  So
    every minor heap's worth of direct major allocation asks every domain
-   for a slice, as a minor cycle does (OCaml 5 asks for a global slice
-   when its direct major allocation passes the minor heap's size).  The
-   request is sent at the next safepoint (mgc_poll_gc_work): the
-   allocation itself may not be one. */
+   for a slice, as a minor cycle does.  (OCaml 5's caml_alloc_shr asks
+   every fifth of a minor heap; here that gave fewer cycle ends in part 4,
+   9-14 against 13-25, and heaps of up to 8.5M words against 2.6M:
+   docs/PERFORMANCE.md.)  The request is sent
+   at the next safepoint (mgc_poll_gc_work): the allocation itself may
+   not be one. */
 void mgc_note_direct_major_alloc(struct mgc_dom *d, size_t words) {
   mgc_note_major_alloc(d, words);
   d->direct_major_words += words;
