@@ -380,46 +380,80 @@ MGC_API int mgc_obj_update_tag(mgc_value blk, unsigned old_tag,
 #define MGC__CAT2(a, b) a##b
 #define MGC__CAT(a, b) MGC__CAT2(a, b)
 #define MGC__FRAME MGC__CAT(mgc__frame_, __LINE__)
-#define MGC__PUSH_FRAME(n, ...)                                                \
-  struct mgc_root_frame MGC__FRAME = {                                         \
-      mgc__state->local_roots, (n), {__VA_ARGS__}};                            \
-  mgc__state->local_roots = &MGC__FRAME
+/* The frame's prev, count and first count slots are written one by one:
+   an initialiser would also zero the unused slots, which nobody reads (the
+   scan stops at count), three stores per frame of two roots. */
+#define MGC__OPEN_FRAME(n)                                                     \
+  struct mgc_root_frame MGC__FRAME;                                            \
+  MGC__FRAME.prev = mgc__state->local_roots;                                   \
+  MGC__FRAME.count = (n)
+#define MGC__LINK_FRAME mgc__state->local_roots = &MGC__FRAME
+#define MGC__FRAME1(a)                                                         \
+  MGC__OPEN_FRAME(1);                                                          \
+  MGC__FRAME.slots[0] = &(a);                                                  \
+  MGC__LINK_FRAME
+#define MGC__FRAME2(a, b)                                                      \
+  MGC__OPEN_FRAME(2);                                                          \
+  MGC__FRAME.slots[0] = &(a);                                                  \
+  MGC__FRAME.slots[1] = &(b);                                                  \
+  MGC__LINK_FRAME
+#define MGC__FRAME3(a, b, c)                                                   \
+  MGC__OPEN_FRAME(3);                                                          \
+  MGC__FRAME.slots[0] = &(a);                                                  \
+  MGC__FRAME.slots[1] = &(b);                                                  \
+  MGC__FRAME.slots[2] = &(c);                                                  \
+  MGC__LINK_FRAME
+#define MGC__FRAME4(a, b, c, d)                                                \
+  MGC__OPEN_FRAME(4);                                                          \
+  MGC__FRAME.slots[0] = &(a);                                                  \
+  MGC__FRAME.slots[1] = &(b);                                                  \
+  MGC__FRAME.slots[2] = &(c);                                                  \
+  MGC__FRAME.slots[3] = &(d);                                                  \
+  MGC__LINK_FRAME
+#define MGC__FRAME5(a, b, c, d, e)                                             \
+  MGC__OPEN_FRAME(5);                                                          \
+  MGC__FRAME.slots[0] = &(a);                                                  \
+  MGC__FRAME.slots[1] = &(b);                                                  \
+  MGC__FRAME.slots[2] = &(c);                                                  \
+  MGC__FRAME.slots[3] = &(d);                                                  \
+  MGC__FRAME.slots[4] = &(e);                                                  \
+  MGC__LINK_FRAME
 
 #define MGC_PARAM0                                                             \
   struct mgc_fast_state *mgc__state = mgc_tls_state;                           \
   struct mgc_root_frame *mgc__saved_roots = mgc__state->local_roots
 #define MGC_PARAM1(a)                                                          \
   MGC_PARAM0;                                                                  \
-  MGC__PUSH_FRAME(1, &(a))
+  MGC__FRAME1(a)
 #define MGC_PARAM2(a, b)                                                       \
   MGC_PARAM0;                                                                  \
-  MGC__PUSH_FRAME(2, &(a), &(b))
+  MGC__FRAME2(a, b)
 #define MGC_PARAM3(a, b, c)                                                    \
   MGC_PARAM0;                                                                  \
-  MGC__PUSH_FRAME(3, &(a), &(b), &(c))
+  MGC__FRAME3(a, b, c)
 #define MGC_PARAM4(a, b, c, d)                                                 \
   MGC_PARAM0;                                                                  \
-  MGC__PUSH_FRAME(4, &(a), &(b), &(c), &(d))
+  MGC__FRAME4(a, b, c, d)
 #define MGC_PARAM5(a, b, c, d, e)                                              \
   MGC_PARAM0;                                                                  \
-  MGC__PUSH_FRAME(5, &(a), &(b), &(c), &(d), &(e))
+  MGC__FRAME5(a, b, c, d, e)
 
 #define MGC_LOCAL1(x)                                                          \
   mgc_value x = MGC_UNIT;                                                      \
-  MGC__PUSH_FRAME(1, &(x))
+  MGC__FRAME1(x)
 #define MGC_LOCAL2(x, y)                                                       \
   mgc_value x = MGC_UNIT, y = MGC_UNIT;                                        \
-  MGC__PUSH_FRAME(2, &(x), &(y))
+  MGC__FRAME2(x, y)
 #define MGC_LOCAL3(x, y, z)                                                    \
   mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT;                          \
-  MGC__PUSH_FRAME(3, &(x), &(y), &(z))
+  MGC__FRAME3(x, y, z)
 #define MGC_LOCAL4(x, y, z, t)                                                 \
   mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT, t = MGC_UNIT;            \
-  MGC__PUSH_FRAME(4, &(x), &(y), &(z), &(t))
+  MGC__FRAME4(x, y, z, t)
 #define MGC_LOCAL5(x, y, z, t, u)                                              \
   mgc_value x = MGC_UNIT, y = MGC_UNIT, z = MGC_UNIT, t = MGC_UNIT,            \
             u = MGC_UNIT;                                                      \
-  MGC__PUSH_FRAME(5, &(x), &(y), &(z), &(t), &(u))
+  MGC__FRAME5(x, y, z, t, u)
 
 #define MGC_DROP (mgc__state->local_roots = mgc__saved_roots)
 #define MGC_RETURN(v)                                                          \
