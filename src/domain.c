@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct mgc_runtime mgc_rt;
 struct mgc_young_range mgc_young_range;
@@ -261,6 +262,8 @@ void mgc_enter_blocking_section(void) {
   pthread_mutex_unlock(&d->domain_lock);
   pthread_mutex_lock(&d->intr_lock);
   d->backup_state = BACKUP_BLOCKING;
+  /* Relaxed: mgc_crowded is a heuristic and reads it so. */
+  atomic_fetch_add_explicit(&mgc_rt.domains_blocking, 1, memory_order_relaxed);
   pthread_cond_signal(&d->intr_cond);
   pthread_mutex_unlock(&d->intr_lock);
 }
@@ -273,6 +276,7 @@ void mgc_leave_blocking_section(void) {
     mgc_fatal("mgc_leave_blocking_section: not in a blocking section");
   }
   d->backup_state = BACKUP_RUNNING;
+  atomic_fetch_sub_explicit(&mgc_rt.domains_blocking, 1, memory_order_relaxed);
   pthread_mutex_unlock(&d->intr_lock);
   /* Waits while the backup thread serves a collection for us. */
   pthread_mutex_lock(&d->domain_lock);
@@ -282,6 +286,15 @@ void mgc_leave_blocking_section(void) {
 /* ------------------------------------------------------------------------ */
 /* Init and shutdown                                                        */
 /* ------------------------------------------------------------------------ */
+
+/* The processors this process may run on (its affinity mask), at least 1. */
+static size_t usable_cpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return (size_t)CPU_COUNT(&set);
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (size_t)n : 1;
+}
 
 int mgc_init(const mgc_params *given) {
   if (mgc_rt.initialised)
@@ -302,6 +315,7 @@ int mgc_init(const mgc_params *given) {
   memset(&mgc_rt, 0, sizeof mgc_rt);
   mgc_rt.params = p;
   mgc_rt.max_domains = p.max_domains;
+  mgc_rt.cpus = usable_cpus();
   pthread_mutex_init(&mgc_rt.all_domains_lock, NULL);
   pthread_cond_init(&mgc_rt.all_domains_cond, NULL);
   pthread_mutex_init(&mgc_rt.pool_lock, NULL);

@@ -120,7 +120,8 @@ void mgc_futex_wait(_Atomic uint32_t *addr, uint32_t expected);
 void mgc_futex_wake_all(_Atomic uint32_t *addr);
 
 /* Wait until *addr != old, doing work(arg) meanwhile when given: spin
-   briefly, then yield, then sleep on the futex. */
+   briefly, then yield, then sleep on the futex; when mgc_crowded(), spin
+   briefly and sleep. */
 void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
                              bool (*work)(void *), void *arg);
 
@@ -777,6 +778,11 @@ struct mgc_runtime {
      starts until they are in (OCaml 5.3's remedy for spawn starvation). */
   _Atomic int joiners_waiting;
   _Atomic size_t domains_alive;
+  /* Domains in a blocking section (their threads are off the processors
+     unless the backup thread serves a section for them). */
+  _Atomic size_t domains_blocking;
+  /* The processors this process may run on, read once at mgc_init. */
+  size_t cpus;
   int next_unique_id; /* under all_domains_lock */
 
   /* major collector globals, written only inside STW sections */
@@ -938,6 +944,17 @@ static inline struct mgc_dom *mgc_self(void) {
 }
 static inline bool mgc_single_domain(void) {
   return LOAD_RELAXED(&mgc_rt.n_participants) == 1;
+}
+/* More domains running (alive, not in a blocking section) than
+   processors to run them: a domain waited for may be off every processor.
+   Relaxed loads: counts one spawn, exit or blocking section behind only
+   pick the other way of waiting or of sizing the minor heap (DESIGN
+   §4.3, §5.8); the two counts may disagree for a moment, hence the
+   guard. */
+static inline bool mgc_crowded(void) {
+  size_t alive = LOAD_RELAXED(&mgc_rt.domains_alive);
+  size_t blocking = LOAD_RELAXED(&mgc_rt.domains_blocking);
+  return alive > blocking && alive - blocking > mgc_rt.cpus;
 }
 void mgc_domain_set_self(struct mgc_dom *d);
 void mgc_call_hook(_Atomic(void (*)(void)) *hook);

@@ -680,7 +680,11 @@ static void minor_setup(void *data) {
      than the model's.
    The pause that counts is the domain's own work, up to its arrival at
    the promotion barrier: waiting there for a domain with more to promote
-   would not end sooner if this one used less.  The part never goes below
+   would not end sooner if this one used less.  Except with more domains
+   than processors (mgc_crowded): then the domains promote by turns, the
+   wait is for the work of the domains that were off a processor, and the
+   whole pause counts, so that every part shrinks until the turns fit the
+   goal together.  The part never goes below
    MIN_USED_WORDS (a 256-word block and a few more always fit, invariant
    6) nor above the whole heap.
 
@@ -918,7 +922,8 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  size_minor_heap(d, t_own - t0, c.promoted_words, allocated);
+  size_minor_heap(d, mgc_crowded() ? t1 - t0 : t_own - t0, c.promoted_words,
+                  allocated);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)

@@ -202,10 +202,15 @@ void mgc_futex_wake_all(_Atomic uint32_t *addr) {
    on the futex word.  The acquire loads pair with the release store of
    whoever changes the word.  First, work(arg) (when given) runs between
    looks at the word for as long as it reports that it did something:
-   opportunistic GC work while waiting at a barrier (DESIGN §4.2-4.3). */
+   opportunistic GC work while waiting at a barrier (DESIGN §4.2-4.3).
+   With more domains running than processors (mgc_crowded), the domain we
+   wait for is often off every processor, waiting for ours: the waiter
+   neither works nor yields but sleeps after its spin, and gives the
+   processor back at once. */
 void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
                              bool (*work)(void *), void *arg) {
-  if (work)
+  bool crowded = mgc_crowded();
+  if (work && !crowded)
     while (LOAD_ACQUIRE(addr) == old && work(arg)) {
     }
   for (int i = 0; i < 1000; i++) {
@@ -213,9 +218,9 @@ void mgc_wait_change_working(_Atomic uint32_t *addr, uint32_t old,
       return;
     mgc_cpu_relax();
   }
-  uint64_t until = mgc_now_ns() + 200000;
+  uint64_t until = crowded ? 0 : mgc_now_ns() + 200000;
   while (LOAD_ACQUIRE(addr) == old) {
-    if (mgc_now_ns() > until) {
+    if (crowded || mgc_now_ns() > until) {
       while (LOAD_ACQUIRE(addr) == old)
         mgc_futex_wait(addr, old);
       return;
