@@ -1,6 +1,8 @@
 /* harness.c: runs the benchmark programs of bench/ side by side and prints
  * one table per workload.  Each implementation (mgc and every peer built in
- * the program directory) runs N times under fork/exec; wall time comes from
+ * the program directory) runs N times under fork/exec, in N rounds that run
+ * each implementation once (a slow stretch of a shared machine then falls
+ * on all of them, not on one's runs); wall time comes from
  * clock_gettime, user+sys time and peak RSS from wait4.  Every run's stdout
  * must equal the first implementation's, and its checksum the value this
  * program computes for the workload (and BENCH.md's reference where there
@@ -447,8 +449,7 @@ static struct run run_program(const char *path, const char *args,
     r.ok = 1;
   else if (WIFSIGNALED(status))
     fprintf(stderr, "harness: %s %s killed by signal %d%s\n", path, args,
-            WTERMSIG(status),
-            WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
+            WTERMSIG(status), WTERMSIG(status) == SIGALRM ? " (timeout)" : "");
   else
     fprintf(stderr, "harness: %s %s exited with status %d\n", path, args,
             WEXITSTATUS(status));
@@ -533,33 +534,40 @@ static void fail(const struct workload *w, const char *impl, const char *msg,
   while (tail > r->err && lines < 6)
     if (*--tail == '\n')
       lines++;
-  fprintf(stderr, "FAIL %s %s (%s): %s\n%s", w->name, impl, w->args, msg,
-          tail);
+  fprintf(stderr, "FAIL %s %s (%s): %s\n%s", w->name, impl, w->args, msg, tail);
   if (*tail != '\0' && tail[strlen(tail) - 1] != '\n')
     fputc('\n', stderr);
   failures++;
 }
 
+/* The runs go in rounds, each implementation once per round, so that a
+   slow stretch of a shared machine falls on every implementation alike
+   rather than on the runs of one. */
 static void run_workload(struct workload *w, const char *bindir,
                          const char *outdir, int runs, unsigned timeout) {
   char *first_out = NULL;
   int first = 1;
+  static char paths[NIMPLS][4096];
+  static char *errs[NIMPLS][MAX_RUNS];
   for (size_t k = 0; k < NIMPLS; k++) {
     struct impl_result *res = &w->res[k];
-    char path[4096], *errs[MAX_RUNS] = {NULL};
-    int mid = 0;
     res->label = impl_label(k);
-    snprintf(path, sizeof path, "%s/%s%s", bindir, w->prog, impls[k].suffix);
-    if (access(path, X_OK) != 0) {
-      if (k == 0) {
-        fprintf(stderr, "FAIL %s: no mgc program %s\n", w->name, path);
-        failures++;
-      }
-      continue;
+    snprintf(paths[k], sizeof paths[k], "%s/%s%s", bindir, w->prog,
+             impls[k].suffix);
+    res->present = access(paths[k], X_OK) == 0;
+    if (!res->present && k == 0) {
+      fprintf(stderr, "FAIL %s: no mgc program %s\n", w->name, paths[k]);
+      failures++;
     }
-    res->present = 1;
-    for (int i = 0; i < runs; i++) {
-      struct run r = run_program(path, w->args, outdir, timeout);
+    for (int i = 0; i < runs; i++)
+      errs[k][i] = NULL;
+  }
+  for (int i = 0; i < runs; i++)
+    for (size_t k = 0; k < NIMPLS; k++) {
+      struct impl_result *res = &w->res[k];
+      if (!res->present)
+        continue;
+      struct run r = run_program(paths[k], w->args, outdir, timeout);
       long long sum;
       res->wall[i] = r.wall;
       res->cpu[i] = r.cpu;
@@ -603,8 +611,13 @@ static void run_workload(struct workload *w, const char *bindir,
         res->failed = 1;
       }
       free(r.out);
-      errs[i] = r.err;
+      errs[k][i] = r.err;
     }
+  for (size_t k = 0; k < NIMPLS; k++) {
+    struct impl_result *res = &w->res[k];
+    if (!res->present)
+      continue;
+    int mid = 0;
     res->median_wall = median(res->wall, runs);
     /* mgc figures: those of the run whose wall time is nearest the median. */
     for (int i = 1; i < runs; i++)
@@ -612,9 +625,9 @@ static void run_workload(struct workload *w, const char *bindir,
           fabs(res->wall[mid] - res->median_wall))
         mid = i;
     if (k == 0)
-      parse_stats(errs[mid], res);
+      parse_stats(errs[k][mid], res);
     for (int i = 0; i < runs; i++)
-      free(errs[i]);
+      free(errs[k][i]);
     res->median_cpu = median(res->cpu, runs);
     res->peak_rss_mib = 0;
     for (int i = 0; i < runs; i++)
@@ -662,8 +675,7 @@ static void print_table(const struct workload *w) {
            " STW latency p99 %.1f us\n",
            stat_get(m, "minor_collections"), stat_get(m, "major_collections"),
            stat_get(m, "promoted_words"), stat_get(m, "minor_pause_p50_us"),
-           stat_get(m, "minor_pause_p99_us"),
-           stat_get(m, "minor_pause_max_us"),
+           stat_get(m, "minor_pause_p99_us"), stat_get(m, "minor_pause_max_us"),
            stat_get(m, "stw_latency_p99_us"));
   }
   fflush(stdout);
@@ -737,8 +749,8 @@ static void json_number(FILE *f, double v) {
     fprintf(f, "%.6g", v);
 }
 
-static void write_json(const char *path, struct workload *ws, int nw,
-                       int runs, int smoke) {
+static void write_json(const char *path, struct workload *ws, int nw, int runs,
+                       int smoke) {
   FILE *f = fopen(path, "w");
   if (f == NULL) {
     perror(path);
@@ -776,8 +788,8 @@ static void write_json(const char *path, struct workload *ws, int nw,
       fprintf(f, "%s      {\"name\": ", firstimpl ? "" : ",\n");
       firstimpl = 0;
       json_string(f, r->label);
-      fprintf(f, ", \"ok\": %s, \"median_wall_s\": ",
-              r->failed ? "false" : "true");
+      fprintf(
+          f, ", \"ok\": %s, \"median_wall_s\": ", r->failed ? "false" : "true");
       json_number(f, r->median_wall);
       fprintf(f, ", \"median_user_sys_s\": ");
       json_number(f, r->median_cpu);
@@ -865,8 +877,7 @@ static void write_svg(const char *path, struct workload *ws, int nw) {
             "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" "
             "stroke=\"#ddd\"/>\n",
             left, y, width - 20, y);
-    fprintf(f,
-            "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
+    fprintf(f, "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%g</text>\n",
             left - 6, y + 4, pow(10, d));
   }
   for (int i = 0, g = 0; i < nw; i++) {
@@ -890,8 +901,7 @@ static void write_svg(const char *path, struct workload *ws, int nw) {
               "font-size=\"9\">%.3g</text>\n",
               x0 + j * (bar_w + 4) + bar_w / 2, top + plot_h - h - 3, v);
     }
-    fprintf(f,
-            "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
+    fprintf(f, "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">%s</text>\n",
             x0 + (3 * bar_w + 8) / 2, top + plot_h + 16, ws[i].name);
   }
   fprintf(f,
@@ -949,8 +959,9 @@ static void parse_operand(struct workload *w, const char *op, int smoke) {
       }
   snprintf(w->prog, sizeof w->prog, "%s", def ? def->prog : w->name);
   snprintf(w->args, sizeof w->args, "%s",
-           colon ? colon + 1 : def ? (smoke ? def->smoke_args : def->args)
-                                   : "");
+           colon ? colon + 1
+           : def ? (smoke ? def->smoke_args : def->args)
+                 : "");
   set_expected(w);
 }
 
