@@ -108,6 +108,7 @@ static struct mgc_dom *dom_prepare(int id) {
   d->promote_sweeps = -1;
   d->minor_seq = LOAD_RELAXED(&mgc_minor_gcs_started);
   mgc_table_init(&d->major_ref, sizeof(mgc_value *));
+  memset(d->remember_filter, 0, sizeof d->remember_filter);
   mgc_table_init(&d->custom, sizeof(struct custom_entry));
   mgc_table_init(&d->ephe_ref, sizeof(struct ephe_ref_entry));
   mgc_stacks_init_domain(d);

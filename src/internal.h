@@ -147,6 +147,15 @@ struct mgc_dom;
 void mgc_table_init(struct mgc_table *t, size_t entry_size);
 void *mgc_table_add_slow(struct mgc_dom *d, struct mgc_table *t);
 void mgc_table_clear(struct mgc_table *t);
+/* Empties a domain's remembered set and its filter (table.c). */
+void mgc_remembered_clear(struct mgc_dom *d);
+/* The remembered filter (DESIGN §3.2): its entries, a power of 2, and the
+   entry for field fp. */
+#define REMEMBER_FILTER 512
+static inline size_t mgc_remember_filter_index(const void *fp) {
+  uintptr_t a = (uintptr_t)fp;
+  return ((a >> 3) ^ (a >> 12)) & (REMEMBER_FILTER - 1);
+}
 void mgc_table_free(struct mgc_table *t);
 static inline size_t mgc_table_count(const struct mgc_table *t) {
   return t->base ? (size_t)(t->ptr - t->base) / t->entry_size : 0;
@@ -701,9 +710,13 @@ struct mgc_dom {
   uint64_t prefault_seq; /* minor_seq when pools were last faulted ahead */
   int promote_sweeps;    /* pools promotion may still sweep in this minor GC */
   struct mgc_table major_ref; /* remembered set: mgc_value * entries */
-  struct mgc_table custom;    /* struct custom_entry */
-  struct mgc_table ephe_ref;  /* struct ephe_ref_entry */
-  struct mgc_table conts;     /* young continuations (mgc_value) */
+  /* Fields remembered in this minor cycle, by a hash of their address
+     (the remembered filter, DESIGN §3.2): a hit means the field is in
+     major_ref.  Emptied with major_ref. */
+  mgc_value *remember_filter[REMEMBER_FILTER];
+  struct mgc_table custom;   /* struct custom_entry */
+  struct mgc_table ephe_ref; /* struct ephe_ref_entry */
+  struct mgc_table conts;    /* young continuations (mgc_value) */
   /* Sentinel of the stacks this domain holds (invariant 24a). */
   mgc_stack held_stacks;
   double extra_minor_resources;

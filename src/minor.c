@@ -604,8 +604,9 @@ static void promote_action(void *ctx, mgc_value v, mgc_value *slot) {
    with table idx, the j-th table visited gives its j-th of n slices, so
    each entry is processed exactly once (invariant 21).  Slots are read and
    written with relaxed atomics: the same slot may sit in two domains'
-   tables and be rewritten by another participant at the same moment
-   (ocaml #12737); both write the same winner's address. */
+   tables, or twice in one (the remembered filter, table.c), and be
+   rewritten by another participant at the same moment (ocaml #12737);
+   both write the same winner's address. */
 static void promote_remembered(struct promote_ctx *c, int idx, int n,
                                struct mgc_dom **parts) {
   for (int j = 0; j < n; j++) {
@@ -917,7 +918,7 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
 #if MGC_DEBUG >= 2
   poison_minor_heap(used_from, d->young_end);
 #endif
-  mgc_table_clear(&d->major_ref);
+  mgc_remembered_clear(d);
   mgc_table_clear(&d->custom);
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;

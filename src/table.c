@@ -78,6 +78,14 @@ void mgc_table_free(struct mgc_table *t) {
 /* Write barrier                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* The remembered set and its filter, emptied together: a filter entry
+   left over from the last minor cycle would skip a field that is no longer
+   in the set (a young value stored there would then be lost). */
+void mgc_remembered_clear(struct mgc_dom *d) {
+  mgc_table_clear(&d->major_ref);
+  memset(d->remember_filter, 0, sizeof d->remember_filter);
+}
+
 /* The barrier's rare cases are out of line and cold: then the common path
    of mgc_modify_slow calls nothing and saves few registers, which matters
    when its load of the overwritten value misses (remset: the processor
@@ -118,9 +126,25 @@ static inline void remember(struct mgc_dom *d, mgc_value *fp) {
   t->ptr += sizeof(mgc_value *);
 }
 
-/* Before marking starts (PHASE_SWEEP_FIRST) nothing is darkened, and the
-   old value is loaded only when v is young, to learn whether the field is
-   remembered already: a store that neither deletes for a snapshot nor
+/* Before the mark start: remembers fp unless the filter has it, which
+   means it is in major_ref already.  A filter entry is overwritten by any
+   other field with the same hash; the field is then remembered twice,
+   which promotion tolerates (each entry's slot is promoted only while it
+   holds a young block, and two participants may rewrite one slot with the
+   same copy, see promote_remembered).  The field itself is not read: on a
+   store into a cold old block, that load's cache miss was most of the
+   barrier's cost (DESIGN §3.2). */
+static inline void remember_once(struct mgc_dom *d, mgc_value *fp) {
+  mgc_value **entry = &d->remember_filter[mgc_remember_filter_index(fp)];
+  if (*entry == fp)
+    return;
+  *entry = fp;
+  remember(d, fp);
+}
+
+/* Before marking starts (PHASE_SWEEP_FIRST) nothing is darkened and the
+   field is not read: a young v is remembered unless the filter knows the
+   field (remember_once); a store that neither deletes for a snapshot nor
    creates a pointer to a young block costs a flag test. */
 void mgc_modify_slow(mgc_value *fp, mgc_value v) {
   MGC_CHECK(fp != NULL, "mgc_modify: NULL field address");
@@ -140,9 +164,8 @@ void mgc_modify_slow(mgc_value *fp, mgc_value v) {
       }
       if (IS_YOUNG_BLOCK(v))
         remember(d, fp);
-    } else if (IS_YOUNG_BLOCK(v) &&
-               !IS_YOUNG_BLOCK((mgc_value)LOAD_RELAXED(AWORD(fp)))) {
-      remember(d, fp);
+    } else if (IS_YOUNG_BLOCK(v)) {
+      remember_once(d, fp);
     }
   }
   /* Release: whoever reads v through this field sees the block's fields

@@ -2,6 +2,11 @@
  * cannot see (DESIGN §8.1):
  *   13  the remembered set crosses its threshold into the reserve (asking
  *       for a minor collection), then doubles, and never loses an entry;
+ *   the remembered filter: before the mark start a young value stored
+ *       into an old field is remembered once per minor cycle, the field
+ *       unread (two fields sharing a filter entry are remembered at every
+ *       store, and promotion takes the duplicates), and each minor
+ *       collection empties the filter with the set;
  *   25  after a minor collection: young_ptr = young_end, trigger at the
  *       first slice point, tables empty, and (debug level 2) the used part
  *       of the minor heap poisoned;
@@ -1034,9 +1039,121 @@ static void test_pool_take(void) {
   mgc_shutdown();
 }
 
+/* The remembered filter (DESIGN §3.2): before the mark start the barrier
+   does not read the field it overwrites, and a young value stored into an
+   old field is remembered unless the domain's filter has the field, as it
+   does after the first such store of the minor cycle.  Two fields with
+   the same filter entry, stored into by turns, are remembered once per
+   store (the barrier did not read them to learn that they were young
+   already): promotion takes the duplicates.  A minor collection empties
+   the filter with the set: a field remembered in the last minor cycle is
+   remembered again in this one (with the filter left full, the store
+   would be skipped and the young value lost at the next collection). */
+static void test_remember_filter(void) {
+  mgc_params p;
+  mgc_params_default(&p);
+  CHECK(mgc_init(&p) == 0, "init");
+  struct mgc_dom *d = self();
+  static mgc_value arr = MGC_UNIT;
+  mgc_register_global_root(&arr);
+  enum { N = 4096 };
+  arr = mgc_alloc_shr(N, 0);
+  mgc_major_collection(); /* a new cycle, sweeping first */
+  CHECK(mgc_gc_phase() == PHASE_SWEEP_FIRST && !mgc_marking_on(),
+        "a cycle starts by sweeping, with the barrier's darkening off");
+  /* Two fields with the same filter entry. */
+  size_t i = 0, j = 1;
+  while (j < N && mgc_remember_filter_index(&MGC_FIELD(arr, j)) !=
+                      mgc_remember_filter_index(&MGC_FIELD(arr, i)))
+    j++;
+  CHECK(j < N, "two fields of a %d-field block share a filter entry", N);
+  if (j == N) {
+    mgc_remove_global_root(&arr);
+    mgc_shutdown();
+    return;
+  }
+  {
+    MGC_PARAM0;
+    MGC_LOCAL2(a, b);
+    a = mgc_alloc_small(1, 0);
+    MGC_FIELD(a, 0) = MGC_VAL_INT(1);
+    b = mgc_alloc_small(1, 0);
+    MGC_FIELD(b, 0) = MGC_VAL_INT(2);
+    /* No allocation or poll between here and the checks: no GC.  Under
+       torture (a collection at every allocation) a is old already: the
+       counts are checked only with both values young. */
+    bool young = mgc_is_young(a) && mgc_is_young(b);
+    size_t base = mgc_table_count(&d->major_ref);
+    for (int k = 0; k < 10; k++)
+      mgc_modify(&MGC_FIELD(arr, i), k % 2 ? a : b);
+    CHECK(!young || mgc_table_count(&d->major_ref) == base + 1,
+          "ten young stores into one old field: remembered once (%zu)",
+          mgc_table_count(&d->major_ref) - base);
+    CHECK(d->remember_filter[mgc_remember_filter_index(&MGC_FIELD(arr, i))] ==
+              &MGC_FIELD(arr, i),
+          "the filter has the field");
+    base = mgc_table_count(&d->major_ref);
+    for (int k = 0; k < 10; k++)
+      mgc_modify(&MGC_FIELD(arr, k % 2 ? j : i), k % 2 ? a : b);
+    /* The first store, into field i, finds it in the filter. */
+    CHECK(!young || mgc_table_count(&d->major_ref) == base + 9,
+          "two fields sharing an entry, by turns: remembered at every store "
+          "but the first (%zu of 9), the fields not read",
+          mgc_table_count(&d->major_ref) - base);
+    CHECK(mgc_verify_heap() == 0, "the verifier accepts the duplicates");
+    mgc_minor_collection();
+    CHECK(!mgc_is_young(MGC_FIELD(arr, i)) &&
+              MGC_FIELD(MGC_FIELD(arr, i), 0) == MGC_VAL_INT(2) &&
+              !mgc_is_young(MGC_FIELD(arr, j)) &&
+              MGC_FIELD(MGC_FIELD(arr, j), 0) == MGC_VAL_INT(1),
+          "both fields hold the promoted copies");
+    CHECK(MGC_FIELD(arr, i) == b && MGC_FIELD(arr, j) == a,
+          "the roots and the fields agree on the copies");
+    size_t left = 0;
+    for (size_t k = 0; k < REMEMBER_FILTER; k++)
+      left += d->remember_filter[k] != NULL;
+    CHECK(mgc_table_count(&d->major_ref) == 0 && left == 0,
+          "the minor collection emptied the set and the filter (%zu left)",
+          left);
+    MGC_DROP;
+  }
+  /* The filter gets field i again, then a new cycle (its collections
+     empty the filter) returns to sweeping with the barrier off. */
+  {
+    MGC_PARAM0;
+    MGC_LOCAL1(c);
+    c = mgc_alloc_small(1, 0);
+    MGC_FIELD(c, 0) = MGC_VAL_INT(3);
+    mgc_modify(&MGC_FIELD(arr, i), c);
+    MGC_DROP;
+  }
+  mgc_major_collection();
+  CHECK(mgc_gc_phase() == PHASE_SWEEP_FIRST && !mgc_marking_on(),
+        "sweeping again, the barrier's darkening off");
+  {
+    mgc_value c = mgc_alloc_small(1, 0);
+    MGC_FIELD(c, 0) = MGC_VAL_INT(4);
+    mgc_modify(&MGC_FIELD(arr, i), c); /* held by arr alone */
+  }
+  CHECK(mgc_table_count(&d->major_ref) == 1,
+        "a field remembered in an earlier minor cycle is remembered again "
+        "(%zu entries)",
+        mgc_table_count(&d->major_ref));
+  mgc_minor_collection();
+  mgc_value c = MGC_FIELD(arr, i);
+  CHECK(MGC_IS_BLOCK(c) && !mgc_is_young(c) &&
+            MGC_FIELD(c, 0) == MGC_VAL_INT(4),
+        "the young value held by that field alone was promoted");
+  CHECK(mgc_verify_heap() == 0, "heap verifies");
+  mgc_remove_global_root(&arr);
+  arr = MGC_UNIT;
+  mgc_shutdown();
+}
+
 int main(void) {
   test_pool_take();
   test_remset_overflow();
+  test_remember_filter();
   test_after_minor();
   test_mark_stack_prune();
   test_mark_shapes();
