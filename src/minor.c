@@ -682,7 +682,7 @@ static void minor_setup(void *data) {
    The pause that counts is the domain's own work, up to its arrival at
    the promotion barrier: waiting there for a domain with more to promote
    would not end sooner if this one used less.  Except with more domains
-   than processors (mgc_crowded): then the domains promote by turns, the
+   running than processors (mgc_crowded): the domains promote by turns, the
    wait is for the work of the domains that were off a processor, and the
    whole pause counts, so that every part shrinks until the turns fit the
    goal together.  The part never goes below
