@@ -113,6 +113,8 @@ void *mgc_os_reserve(size_t bytes, size_t align);
 int mgc_os_commit(void *p, size_t bytes);
 void mgc_os_decommit(void *p, size_t bytes);
 void mgc_os_release(void *p, size_t bytes);
+/* The system calls mgc_os_release has made (tests count them). */
+extern _Atomic uint64_t mgc_os_release_calls;
 size_t mgc_page_size(void);
 uint64_t mgc_now_ns(void);
 void mgc_cpu_relax(void);

@@ -169,7 +169,14 @@ void mgc_os_decommit(void *p, size_t bytes) {
        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 }
 
-void mgc_os_release(void *p, size_t bytes) { munmap(p, bytes); }
+_Atomic uint64_t mgc_os_release_calls;
+
+void mgc_os_release(void *p, size_t bytes) {
+  /* Relaxed: a count for tests, read after the calls it counts by the
+     thread that made them or after a join. */
+  atomic_fetch_add_explicit(&mgc_os_release_calls, 1, memory_order_relaxed);
+  munmap(p, bytes);
+}
 
 uint64_t mgc_now_ns(void) {
   struct timespec ts;

@@ -29,7 +29,8 @@
  *   paced cycle end sets the trigger from the last cycle's work; while
  *   marking there are 2 x MGC_MARK_SPEEDUP slice points per minor cycle
  *   and an automatic slice pays its share of the debt;
- *   free pools go back to the OS on mgc_compact;
+ *   free pools go back to the OS on mgc_compact, and every pool at
+ *   shutdown, neighbouring pools in one system call;
  *   26  a pool taken fresh during a cycle's marking is not read by the
  *       sweep of the next cycle (it holds no GARBAGE block), but by that of
  *       the cycle after, when its dead blocks are freed; one taken before
@@ -46,12 +47,15 @@
  *   full exactly when it has no room left, from the bump region of fresh
  *   pools and from the free lists of swept ones.
  */
+#define _DEFAULT_SOURCE /* mincore */
 #include "check.h"
 #include "internal_check.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -646,12 +650,38 @@ static void test_mark_start_minor(void) {
 }
 
 /* Free pools are given back on compaction. */
-static void test_release(void) {
-  CHECK(mgc_init(NULL) == 0, "init");
-  static mgc_value arr = MGC_UNIT;
-  mgc_register_global_root(&arr);
-  long n = test_scale(200000);
-  arr = mgc_alloc_shr(4, 0);
+/* The distinct pools of a list's cells, in a malloc'd array (the cells
+   of a list built in a row lie in a few pools each). */
+static size_t list_pools(mgc_value l, word **out) {
+  size_t n = 0, cap = 64;
+  word *v = malloc(cap * sizeof *v);
+  for (; l != MGC_UNIT; l = MGC_FIELD(l, 1)) {
+    word p = (word)mgc_pool_of((word)l);
+    bool seen = false;
+    for (size_t i = n; i > 0 && i + 8 > n && !seen; i--)
+      seen = v[i - 1] == p;
+    if (seen)
+      continue;
+    if (n == cap)
+      v = realloc(v, (cap *= 2) * sizeof *v);
+    v[n++] = p;
+  }
+  *out = v;
+  return n;
+}
+
+/* How many of the pools are still mapped (mincore fails with ENOMEM on
+   an unmapped range). */
+static size_t pools_mapped(const word *v, size_t n) {
+  size_t mapped = 0;
+  unsigned char vec[POOL_BYTES / 4096 + 1];
+  for (size_t i = 0; i < n; i++)
+    if (mincore((void *)v[i], POOL_BYTES, vec) == 0 || errno != ENOMEM)
+      mapped++;
+  return mapped;
+}
+
+static mgc_value build_list(long n) {
   MGC_PARAM0;
   MGC_LOCAL1(l);
   for (long i = 0; i < n; i++) {
@@ -660,11 +690,29 @@ static void test_release(void) {
     MGC_FIELD(c, 1) = l;
     l = c;
   }
+  MGC_RETURN(l);
+}
+
+/* Free pools go back to the OS on mgc_compact, and every pool at
+   shutdown; neighbouring pools go in one system call. */
+static void test_release(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  static mgc_value arr = MGC_UNIT;
+  mgc_register_global_root(&arr);
+  long n = test_scale(200000);
+  arr = mgc_alloc_shr(4, 0);
+  MGC_PARAM0;
+  MGC_LOCAL1(l);
+  l = build_list(n);
   mgc_full_major();
+  word *pools;
+  size_t npools = list_pools(l, &pools);
   mgc_stats s1;
   mgc_get_stats(&s1);
   l = MGC_UNIT;
+  uint64_t calls = LOAD_RELAXED(&mgc_os_release_calls);
   mgc_compact();
+  calls = LOAD_RELAXED(&mgc_os_release_calls) - calls;
   mgc_stats s2;
   mgc_get_stats(&s2);
   CHECK(s2.heap_words < s1.heap_words || n < 10000,
@@ -672,9 +720,33 @@ static void test_release(void) {
         (unsigned long long)s1.heap_words, (unsigned long long)s2.heap_words);
   CHECK(mgc_heap_free_pool_count() == 0, "no free pool kept after compact");
   CHECK(s2.compactions >= s1.compactions + 1, "compaction counted");
+  CHECK(pools_mapped(pools, npools) == 0,
+        "the list's %zu pools unmapped by the compaction (%zu mapped)", npools,
+        pools_mapped(pools, npools));
+  /* A chunk of 16 pools is one mapping; the list's pools fill whole
+     chunks but at its ends, so one call a chunk at most, against one a
+     pool before batching. */
+  CHECK(npools < 64 || calls <= npools / 8 + 2,
+        "%llu munmap calls for %zu pools", (unsigned long long)calls, npools);
+  free(pools);
+
+  /* Shutdown: a heap of live pools, all unmapped, in a few calls. */
+  l = build_list(n);
+  mgc_full_major();
+  npools = list_pools(l, &pools);
+  CHECK(pools_mapped(pools, npools) == npools, "the new list's pools mapped");
   MGC_DROP;
   mgc_remove_global_root(&arr);
+  calls = LOAD_RELAXED(&mgc_os_release_calls);
   mgc_shutdown();
+  calls = LOAD_RELAXED(&mgc_os_release_calls) - calls;
+  CHECK(pools_mapped(pools, npools) == 0,
+        "the %zu pools unmapped at shutdown (%zu mapped)", npools,
+        pools_mapped(pools, npools));
+  CHECK(npools < 64 || calls <= npools / 8 + 16,
+        "%llu munmap calls at shutdown for %zu pools",
+        (unsigned long long)calls, npools);
+  free(pools);
 }
 
 /* Where pool p is among d's lists: 0 nowhere (it may be unmapped: the
