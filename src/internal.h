@@ -285,6 +285,10 @@ void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
 void mgc_heap_prefault_pools(size_t want); /* mutator, pool_lock */
+/* How long a pool stays unused in the cache of free pools before a cycle
+   end unmaps it (DESIGN §6.1); tests may set another (0: this one). */
+#define MGC_POOL_RELEASE_DELAY_NS (10 * (uint64_t)1000000000)
+void mgc_heap_set_release_delay(uint64_t ns);
 /* Compaction (compact.c), STW, own domain, every pool swept: moves the live
    blocks of the least occupied pools of each class into the others' free
    slots, leaving in each old block field 0 = the new address and the colour

@@ -30,7 +30,8 @@
  *   marking there are 2 x MGC_MARK_SPEEDUP slice points per minor cycle
  *   and an automatic slice pays its share of the debt;
  *   free pools go back to the OS on mgc_compact, and every pool at
- *   shutdown, neighbouring pools in one system call;
+ *   shutdown, neighbouring pools in one system call; at a cycle end only
+ *   those unused for the release delay;
  *   26  a pool taken fresh during a cycle's marking is not read by the
  *       sweep of the next cycle (it holds no GARBAGE block), but by that of
  *       the cycle after, when its dead blocks are freed; one taken before
@@ -57,6 +58,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The mark loop (DESIGN §6.4) follows the fields of a block it marks at
@@ -749,6 +751,54 @@ static void test_release(void) {
   free(pools);
 }
 
+/* A pool stays in the cache of free pools until it has been unused for
+   the release delay (DESIGN §6.1): a list's pools, swept into the cache,
+   are not unmapped by the cycle ends that follow, and are, but for the
+   64 the cache keeps, once the delay has passed. */
+static void test_release_delay(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  /* Automatic compaction gives every free pool back at its cycle end. */
+  bool compacting =
+      mgc_rt.params.compact_every != 0 || mgc_rt.params.compact_overhead != 0;
+  mgc_heap_set_release_delay(3600 * (uint64_t)1000000000);
+  long n = test_scale(200000);
+  MGC_PARAM0;
+  MGC_LOCAL1(l);
+  l = build_list(n);
+  mgc_full_major();
+  word *pools;
+  size_t npools = list_pools(l, &pools);
+  l = MGC_UNIT;
+  uint64_t calls = LOAD_RELAXED(&mgc_os_release_calls);
+  mgc_full_major();
+  mgc_full_major();
+  calls = LOAD_RELAXED(&mgc_os_release_calls) - calls;
+  if (npools >= 64 && !compacting) {
+    CHECK(calls == 0, "%llu munmap calls within the delay",
+          (unsigned long long)calls);
+    CHECK(pools_mapped(pools, npools) == npools,
+          "the list's %zu pools mapped within the delay (%zu)", npools,
+          pools_mapped(pools, npools));
+    /* A few may be in use again: the cache hands out its last pools
+       first. */
+    CHECK(mgc_heap_free_pool_count() + 16 >= npools,
+          "the list's %zu pools cached (%zu in the cache)", npools,
+          mgc_heap_free_pool_count());
+  }
+  mgc_heap_set_release_delay(1000000); /* 1 ms */
+  struct timespec ts = {0, 5000000};
+  nanosleep(&ts, NULL);
+  mgc_full_major();
+  CHECK(pools_mapped(pools, npools) <= 64,
+        "after the delay, %zu of the list's %zu pools still mapped",
+        pools_mapped(pools, npools), npools);
+  CHECK(mgc_verify_heap() == 0, "heap verified");
+  free(pools);
+  mgc_heap_set_release_delay(0);
+  MGC_DROP;
+  mgc_shutdown();
+}
+
 /* Where pool p is among d's lists: 0 nowhere (it may be unmapped: the
    compaction of C=1 gives emptied pools back to the OS), 1 swept (avail
    or full), 2 unswept.  Compares addresses only, never reads p. */
@@ -1235,6 +1285,7 @@ int main(void) {
   test_mark_start_minor();
   test_mark_trigger();
   test_release();
+  test_release_delay();
   test_fresh_pools(false);
   test_fresh_pools(true);
   test_dead_pools();
