@@ -695,6 +695,18 @@ static mgc_value build_list(long n) {
   MGC_RETURN(l);
 }
 
+/* Builds a list of n cells, promotes it by a full major and drops it;
+   returns its pools (list_pools), in use until a sweep frees them. */
+static size_t dropped_list_pools(long n, word **pools) {
+  MGC_PARAM0;
+  MGC_LOCAL1(l);
+  l = build_list(n);
+  mgc_full_major();
+  size_t npools = list_pools(l, pools);
+  MGC_DROP;
+  return npools;
+}
+
 /* Free pools go back to the OS on mgc_compact, and every pool at
    shutdown; neighbouring pools go in one system call. */
 static void test_release(void) {
@@ -703,15 +715,10 @@ static void test_release(void) {
   mgc_register_global_root(&arr);
   long n = test_scale(200000);
   arr = mgc_alloc_shr(4, 0);
-  MGC_PARAM0;
-  MGC_LOCAL1(l);
-  l = build_list(n);
-  mgc_full_major();
   word *pools;
-  size_t npools = list_pools(l, &pools);
+  size_t npools = dropped_list_pools(n, &pools);
   mgc_stats s1;
   mgc_get_stats(&s1);
-  l = MGC_UNIT;
   uint64_t calls = LOAD_RELAXED(&mgc_os_release_calls);
   mgc_compact();
   calls = LOAD_RELAXED(&mgc_os_release_calls) - calls;
@@ -732,12 +739,9 @@ static void test_release(void) {
         "%llu munmap calls for %zu pools", (unsigned long long)calls, npools);
   free(pools);
 
-  /* Shutdown: a heap of live pools, all unmapped, in a few calls. */
-  l = build_list(n);
-  mgc_full_major();
-  npools = list_pools(l, &pools);
+  /* Shutdown: a heap of pools in use, all unmapped, in a few calls. */
+  npools = dropped_list_pools(n, &pools);
   CHECK(pools_mapped(pools, npools) == npools, "the new list's pools mapped");
-  MGC_DROP;
   mgc_remove_global_root(&arr);
   calls = LOAD_RELAXED(&mgc_os_release_calls);
   mgc_shutdown();
@@ -761,14 +765,8 @@ static void test_release_delay(void) {
   bool compacting =
       mgc_rt.params.compact_every != 0 || mgc_rt.params.compact_overhead != 0;
   mgc_heap_set_release_delay(3600 * (uint64_t)1000000000);
-  long n = test_scale(200000);
-  MGC_PARAM0;
-  MGC_LOCAL1(l);
-  l = build_list(n);
-  mgc_full_major();
   word *pools;
-  size_t npools = list_pools(l, &pools);
-  l = MGC_UNIT;
+  size_t npools = dropped_list_pools(test_scale(200000), &pools);
   uint64_t calls = LOAD_RELAXED(&mgc_os_release_calls);
   mgc_full_major();
   mgc_full_major();
@@ -795,7 +793,6 @@ static void test_release_delay(void) {
   CHECK(mgc_verify_heap() == 0, "heap verified");
   free(pools);
   mgc_heap_set_release_delay(0);
-  MGC_DROP;
   mgc_shutdown();
 }
 
