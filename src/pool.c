@@ -43,10 +43,22 @@ struct free_pool {
    first list is empty, as a fresh chunk would be; free_pool_count counts
    both.  Each list is a stack, pushed and popped at its head, so its
    pools' idle_since never increases from the head down: the pools idle
-   for longest are its tail. */
+   for longest are its tail.
+   Raw pools, raw_left of them from raw_next on, are the rest of the last
+   chunk mapped, as it was mapped: no page of them touched.  A pause that
+   finds the cache empty (pool_acquire) takes one, mapping a chunk when
+   none is left; linking the chunk's pools into a list would fault in a
+   page of each inside the pause, and once counted in the cache as
+   faulted in they would let mgc_heap_prefault_pools skip them, so that
+   the next pause faulted in all their other pages.  The prefault takes
+   raw pools, faults them in and moves them to spare_pools, and maps a
+   chunk only when none is left.  free_pool_count counts the two lists
+   only. */
 static struct free_pool *free_pools;
 static struct free_pool *spare_pools;
 static size_t free_pool_count;
+static char *raw_next;
+static size_t raw_left;
 /* How long a pool stays in the cache, unused, before a cycle end gives
    it back to the OS (mgc_heap_release_free_pools). */
 static uint64_t release_delay_ns = MGC_POOL_RELEASE_DELAY_NS;
@@ -122,16 +134,16 @@ static char *map_chunk(void) {
   return chunk;
 }
 
-/* Under pool_lock: a mapped chunk's pools onto a list of the cache. */
-static void cache_chunk(struct free_pool **list, char *chunk) {
+/* Under pool_lock: n adjacent mapped pools onto a list of the cache. */
+static void cache_pools(struct free_pool **list, char *first, size_t n) {
   uint64_t now = mgc_now_ns();
-  for (int i = CHUNK_POOLS - 1; i >= 0; i--) {
-    struct free_pool *f = (struct free_pool *)(chunk + (size_t)i * POOL_BYTES);
+  for (size_t i = n; i-- > 0;) {
+    struct free_pool *f = (struct free_pool *)(first + i * POOL_BYTES);
     f->next = *list;
     f->idle_since = now;
     *list = f;
   }
-  free_pool_count += CHUNK_POOLS;
+  free_pool_count += n;
 }
 
 /* Under pool_lock, the cache not empty: its next pool. */
@@ -147,46 +159,71 @@ static struct free_pool *cache_take(void) {
    no more memory. */
 static struct pool *pool_acquire(void) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  if (free_pool_count == 0) {
-    char *chunk = map_chunk();
-    if (!chunk) {
-      pthread_mutex_unlock(&mgc_rt.pool_lock);
-      return NULL;
+  struct free_pool *f;
+  if (free_pool_count > 0) {
+    f = cache_take();
+  } else {
+    if (raw_left == 0) {
+      raw_next = map_chunk();
+      if (!raw_next) {
+        pthread_mutex_unlock(&mgc_rt.pool_lock);
+        return NULL;
+      }
+      raw_left = CHUNK_POOLS;
+      mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools", CHUNK_POOLS);
     }
-    cache_chunk(&free_pools, chunk);
-    mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools", CHUNK_POOLS);
+    f = (struct free_pool *)raw_next;
+    raw_next += POOL_BYTES;
+    raw_left--;
   }
-  struct free_pool *f = cache_take();
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   heap_words_add(POOL_WORDS);
   return (struct pool *)f;
 }
 
-/* Mutator context, outside any pause: maps chunks until the cache holds
-   at least `want` pools, and writes a byte in every page of each first,
-   outside the lock, so that the page faults of fresh memory are taken
-   here and not by the next minor collection's promotion, which would take
-   them inside its pause (about 4 us a page on a VM, DESIGN §6.1).  Gives
-   up quietly when the OS has no more memory: the pause then maps, and
-   reports the failure, as before. */
+/* Mutator context, outside any pause: adds raw pools to the cache until
+   it holds at least `want` pools (at most 1024 a call), mapping chunks
+   when no raw pool is left, and writes a byte in every page of each pool
+   first, outside the lock, so that the page faults of fresh memory are
+   taken here and not by the next minor collection's promotion, which
+   would take them inside its pause (about 4 us a page on a VM, DESIGN
+   §6.1).  The pools of a chunk not wanted yet stay raw: untouched, they
+   cost no memory.  Gives up quietly when the OS has no more memory: the
+   pause then maps, and reports the failure, as before. */
 void mgc_heap_prefault_pools(size_t want) {
-  for (int chunks = 0; chunks < 64; chunks++) {
+  size_t page = mgc_page_size();
+  for (size_t budget = 64 * CHUNK_POOLS; budget > 0;) {
     pthread_mutex_lock(&mgc_rt.pool_lock);
-    bool enough = free_pool_count >= want;
+    if (free_pool_count >= want)
+      break;
+    if (raw_left == 0) {
+      raw_next = map_chunk();
+      if (!raw_next)
+        break;
+      raw_left = CHUNK_POOLS;
+      mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools ahead", CHUNK_POOLS);
+    }
+    /* The raw pools wanted, taken out under the lock: this caller's until
+       cached.  The rest of the chunk stays untouched. */
+    size_t n = want - free_pool_count;
+    if (n > raw_left)
+      n = raw_left;
+    if (n > budget)
+      n = budget;
+    budget -= n;
+    char *first = raw_next;
+    raw_next += n * POOL_BYTES;
+    raw_left -= n;
     pthread_mutex_unlock(&mgc_rt.pool_lock);
-    if (enough)
-      return;
-    char *chunk = map_chunk();
-    if (!chunk)
-      return;
-    size_t page = mgc_page_size();
-    for (size_t off = 0; off < CHUNK_POOLS * POOL_BYTES; off += page)
-      *(volatile char *)(chunk + off) = 0;
+    for (size_t off = 0; off < n * POOL_BYTES; off += page)
+      *(volatile char *)(first + off) = 0;
     pthread_mutex_lock(&mgc_rt.pool_lock);
-    cache_chunk(&spare_pools, chunk);
+    cache_pools(&spare_pools, first, n);
     pthread_mutex_unlock(&mgc_rt.pool_lock);
-    mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools ahead", CHUNK_POOLS);
+    if (budget == 0)
+      return;
   }
+  pthread_mutex_unlock(&mgc_rt.pool_lock);
 }
 
 static void pool_release(struct pool *p) {
@@ -600,8 +637,15 @@ void mgc_heap_release_free_pools(bool all) {
     released += take_idle(&free_pools, cutoff, floor, &out);
     released += take_idle(&spare_pools, cutoff, floor, &out);
   }
+  char *raw = all ? raw_next : NULL;
+  size_t raw_n = all ? raw_left : 0;
+  if (all)
+    raw_left = 0;
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   struct unmap_batch b = {0};
+  for (size_t i = 0; i < raw_n; i++)
+    batch_add(&b, raw + i * POOL_BYTES);
+  released += raw_n;
   while (out) {
     struct free_pool *n = out->next;
     batch_add(&b, out);
@@ -635,7 +679,7 @@ size_t mgc_heap_live_words(struct mgc_dom *d) {
 
 size_t mgc_heap_free_pool_count(void) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  size_t n = free_pool_count;
+  size_t n = free_pool_count + raw_left;
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   return n;
 }
@@ -675,6 +719,8 @@ void mgc_heap_init(void) {
   init_class_table();
   free_pools = spare_pools = NULL;
   free_pool_count = 0;
+  raw_next = NULL;
+  raw_left = 0;
   memset(orphan_pools, 0, sizeof orphan_pools);
   orphan_large = NULL;
   orphan_large_words = 0;
