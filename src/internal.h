@@ -111,6 +111,7 @@ void *mgc_xcalloc(size_t n, size_t size, const char *what);
 void *mgc_xrealloc(void *p, size_t bytes, const char *what);
 void *mgc_os_reserve(size_t bytes, size_t align);
 int mgc_os_commit(void *p, size_t bytes);
+int mgc_os_populate(void *p, size_t bytes);
 void mgc_os_decommit(void *p, size_t bytes);
 void mgc_os_release(void *p, size_t bytes);
 /* The system calls mgc_os_release has made (tests count them). */

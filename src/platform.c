@@ -169,6 +169,16 @@ void mgc_os_decommit(void *p, size_t bytes) {
        MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED | MAP_NORESERVE, -1, 0);
 }
 
+int mgc_os_populate(void *p, size_t bytes) {
+#ifdef MADV_POPULATE_WRITE
+  return madvise(p, bytes, MADV_POPULATE_WRITE) == 0 ? 0 : -1;
+#else
+  (void)p;
+  (void)bytes;
+  return -1;
+#endif
+}
+
 _Atomic uint64_t mgc_os_release_calls;
 
 void mgc_os_release(void *p, size_t bytes) {
