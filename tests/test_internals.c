@@ -979,13 +979,16 @@ static void fault_begin(void) { faults_at_begin = minor_faults(); }
 static void fault_end(void) {
   faults_in_pause = minor_faults() - faults_at_begin;
 }
+static void count_pause_faults(bool on) {
+  mgc_set_minor_gc_begin_hook(on ? fault_begin : NULL);
+  mgc_set_minor_gc_end_hook(on ? fault_end : NULL);
+}
 
 static void test_prefault(void) {
   CHECK(mgc_init(NULL) == 0, "init");
   struct mgc_dom *d = self();
   bool torture = mgc_rt.params.torture_every != 0;
-  mgc_set_minor_gc_begin_hook(fault_begin);
-  mgc_set_minor_gc_end_hook(fault_end);
+  count_pause_faults(true);
   MGC_PARAM0;
   MGC_LOCAL2(keep, list);
   keep = MGC_UNIT;
@@ -1025,8 +1028,7 @@ static void test_prefault(void) {
     for (mgc_value c = MGC_FIELD(p, 0); c != MGC_UNIT; c = MGC_FIELD(c, 1))
       n++;
   CHECK(n > 0 && mgc_verify_heap() == 0, "the lists survive (%ld cells)", n);
-  mgc_set_minor_gc_begin_hook(NULL);
-  mgc_set_minor_gc_end_hook(NULL);
+  count_pause_faults(false);
   MGC_DROP;
   mgc_shutdown();
 }
@@ -1130,8 +1132,7 @@ static void test_prefault_rounding(void) {
   CHECK(mgc_init(&p) == 0, "init");
   struct mgc_dom *d = self();
   bool torture = mgc_rt.params.torture_every != 0;
-  mgc_set_minor_gc_begin_hook(fault_begin);
-  mgc_set_minor_gc_end_hook(fault_end);
+  count_pause_faults(true);
   MGC_PARAM0;
   MGC_LOCAL2(keep, list);
   keep = MGC_UNIT;
@@ -1171,8 +1172,7 @@ static void test_prefault_rounding(void) {
         "%ld page faults inside a pause that promoted %ld pages' worth", worst,
         worst_pages);
   CHECK(mgc_verify_heap() == 0, "verifier");
-  mgc_set_minor_gc_begin_hook(NULL);
-  mgc_set_minor_gc_end_hook(NULL);
+  count_pause_faults(false);
   MGC_DROP;
   mgc_shutdown();
 }
