@@ -191,7 +191,7 @@ static struct pool *pool_acquire(void) {
    trap per page (binarytrees 20 spent 10 % of its samples in those traps,
    0.25 s of system time a run), and a byte is then written in every
    page all the same: on this VM the first write to a page populated but
-   never written still cost about 5 us (10-27 ns a word promoted in the
+   never written still cost 5-14 us (10-27 ns a word promoted in the
    pause after a cycle end on survive, against 2-3 without).  Where the
    kernel lacks the call (before Linux 5.14) the writes alone fault the
    pages in.  The pools of a chunk not wanted yet stay raw: untouched, they
@@ -222,7 +222,7 @@ void mgc_heap_prefault_pools(size_t want) {
     raw_next += n * POOL_BYTES;
     raw_left -= n;
     pthread_mutex_unlock(&mgc_rt.pool_lock);
-    mgc_os_populate(first, n * POOL_BYTES);
+    (void)mgc_os_populate(first, n * POOL_BYTES); /* else the writes */
     for (size_t off = 0; off < n * POOL_BYTES; off += page)
       *(volatile char *)(first + off) = 0;
     pthread_mutex_lock(&mgc_rt.pool_lock);
