@@ -1033,12 +1033,7 @@ static void test_prefault(void) {
   mgc_shutdown();
 }
 
-/* A chunk mapped because the cache is empty (inside a pause, as a rule)
-   gives one pool; the prefault then faults in every page of the pools it
-   wants from the other fifteen before it maps more (DESIGN §6.1).  Linked
-   into the cache as they were mapped, a page of each touched, they
-   counted as faulted in: the prefault skipped them, and the next pause
-   faulted in the rest. */
+/* Of `bytes` from `from` (whole pools), the pages not resident. */
 static size_t pages_missing(word from, size_t bytes) {
   size_t page = mgc_page_size(), missing = 0;
   unsigned char vec[POOL_BYTES / 4096 + 1];
@@ -1079,6 +1074,12 @@ static void test_populate(void) {
   mgc_os_release(p, bytes);
 }
 
+/* A chunk mapped because the cache is empty (inside a pause, as a rule)
+   gives one pool; the prefault then faults in every page of the pools it
+   wants from the other fifteen before it maps more (DESIGN §6.1).  Linked
+   into the cache as they were mapped, a page of each touched, they
+   counted as faulted in: the prefault skipped them, and the next pause
+   faulted in the rest. */
 static void test_raw_pools(void) {
   CHECK(mgc_init(NULL) == 0, "init");
   bool torture = mgc_rt.params.torture_every != 0;
