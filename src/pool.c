@@ -146,6 +146,27 @@ static void cache_pools(struct free_pool **list, char *first, size_t n) {
   free_pool_count += n;
 }
 
+/* Under pool_lock: the first of up to n raw pools (at least one), mapping
+   a chunk when none is left (`ahead`: for the prefault); *got is how many
+   were taken.  NULL when the OS has no more memory. */
+static char *take_raw(size_t n, size_t *got, bool ahead) {
+  if (raw_left == 0) {
+    raw_next = map_chunk();
+    if (!raw_next)
+      return NULL;
+    raw_left = CHUNK_POOLS;
+    mgc_log(MGC_VERBOSE_HEAP,
+            ahead ? "mapped %d pools ahead" : "mapped %d pools", CHUNK_POOLS);
+  }
+  if (n > raw_left)
+    n = raw_left;
+  char *first = raw_next;
+  raw_next += n * POOL_BYTES;
+  raw_left -= n;
+  *got = n;
+  return first;
+}
+
 /* Under pool_lock, the cache not empty: its next pool. */
 static struct free_pool *cache_take(void) {
   struct free_pool **list = free_pools ? &free_pools : &spare_pools;
@@ -159,24 +180,13 @@ static struct free_pool *cache_take(void) {
    no more memory. */
 static struct pool *pool_acquire(void) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  struct free_pool *f;
-  if (free_pool_count > 0) {
-    f = cache_take();
-  } else {
-    if (raw_left == 0) {
-      raw_next = map_chunk();
-      if (!raw_next) {
-        pthread_mutex_unlock(&mgc_rt.pool_lock);
-        return NULL;
-      }
-      raw_left = CHUNK_POOLS;
-      mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools", CHUNK_POOLS);
-    }
-    f = (struct free_pool *)raw_next;
-    raw_next += POOL_BYTES;
-    raw_left--;
-  }
+  size_t got;
+  struct free_pool *f = free_pool_count > 0
+                            ? cache_take()
+                            : (struct free_pool *)take_raw(1, &got, false);
   pthread_mutex_unlock(&mgc_rt.pool_lock);
+  if (!f)
+    return NULL;
   heap_words_add(POOL_WORDS);
   return (struct pool *)f;
 }
@@ -203,24 +213,13 @@ void mgc_heap_prefault_pools(size_t want) {
     pthread_mutex_lock(&mgc_rt.pool_lock);
     if (free_pool_count >= want)
       break;
-    if (raw_left == 0) {
-      raw_next = map_chunk();
-      if (!raw_next)
-        break;
-      raw_left = CHUNK_POOLS;
-      mgc_log(MGC_VERBOSE_HEAP, "mapped %d pools ahead", CHUNK_POOLS);
-    }
     /* The raw pools wanted, taken out under the lock: this caller's until
        cached.  The rest of the chunk stays untouched. */
     size_t n = want - free_pool_count;
-    if (n > raw_left)
-      n = raw_left;
-    if (n > budget)
-      n = budget;
+    char *first = take_raw(n < budget ? n : budget, &n, true);
+    if (!first)
+      break;
     budget -= n;
-    char *first = raw_next;
-    raw_next += n * POOL_BYTES;
-    raw_left -= n;
     pthread_mutex_unlock(&mgc_rt.pool_lock);
     (void)mgc_os_populate(first, n * POOL_BYTES); /* else the writes */
     for (size_t off = 0; off < n * POOL_BYTES; off += page)

@@ -983,12 +983,18 @@ static void count_pause_faults(bool on) {
   mgc_set_minor_gc_begin_hook(on ? fault_begin : NULL);
   mgc_set_minor_gc_end_hook(on ? fault_end : NULL);
 }
+/* A heap with p (NULL: the defaults) whose pauses count their faults;
+   its domain, and whether torture is on. */
+static struct mgc_dom *fault_counting_init(const mgc_params *p, bool *torture) {
+  CHECK(mgc_init(p) == 0, "init");
+  *torture = mgc_rt.params.torture_every != 0;
+  count_pause_faults(true);
+  return self();
+}
 
 static void test_prefault(void) {
-  CHECK(mgc_init(NULL) == 0, "init");
-  struct mgc_dom *d = self();
-  bool torture = mgc_rt.params.torture_every != 0;
-  count_pause_faults(true);
+  bool torture;
+  struct mgc_dom *d = fault_counting_init(NULL, &torture);
   MGC_PARAM0;
   MGC_LOCAL2(keep, list);
   keep = MGC_UNIT;
@@ -1130,10 +1136,8 @@ static void test_prefault_rounding(void) {
   mgc_params p;
   mgc_params_default(&p);
   p.minor_pause_goal_us = 0;
-  CHECK(mgc_init(&p) == 0, "init");
-  struct mgc_dom *d = self();
-  bool torture = mgc_rt.params.torture_every != 0;
-  count_pause_faults(true);
+  bool torture;
+  struct mgc_dom *d = fault_counting_init(&p, &torture);
   MGC_PARAM0;
   MGC_LOCAL2(keep, list);
   keep = MGC_UNIT;
