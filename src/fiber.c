@@ -338,9 +338,12 @@ void mgc_fiber_push_slow(mgc_fiber *f, mgc_value v) {
   if (f->capacity >= max)
     fiber_oom(f, f->capacity + 1);
   size_t cap = f->capacity > max / 2 ? max : f->capacity * 2;
+  uintptr_t was = (uintptr_t)f->slots;
   mgc_value *slots = realloc(f->slots, cap * sizeof(mgc_value));
   if (!slots)
     fiber_oom(f, cap);
+  /* A minor collection scans the slots: moved pages touched again. */
+  mgc_retouch_moved(slots, was, f->depth * sizeof(mgc_value));
   f->slots = slots;
   f->capacity = f->limit = cap;
   mgc_log(MGC_VERBOSE_TABLES, "fiber %p grown to %zu slots", (void *)f, cap);

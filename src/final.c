@@ -132,7 +132,10 @@ static void table_reserve(struct final_table *t, size_t more) {
   size_t cap = t->cap ? t->cap : 32;
   while (cap < t->young + more)
     cap *= 2;
-  t->e = mgc_xrealloc(t->e, cap * sizeof *t->e, "finaliser table");
+  /* The minor collection reads the entries registered since the last
+     one: their pages are touched again if the table moved (mgc_xgrow). */
+  t->e = mgc_xgrow(t->e, cap * sizeof *t->e, t->young * sizeof *t->e,
+                   "finaliser table");
   t->cap = cap;
 }
 

@@ -109,6 +109,11 @@ int mgc_params_validate(const mgc_params *p); /* params.c */
 void *mgc_xmalloc(size_t bytes, const char *what);
 void *mgc_xcalloc(size_t n, size_t size, const char *what);
 void *mgc_xrealloc(void *p, size_t bytes, const char *what);
+/* realloc that, when the block moved, rewrites a word of each page of
+   its first `used` bytes (mgc_retouch_moved, see platform.c). */
+void *mgc_xgrow(void *p, size_t bytes, size_t used, const char *what);
+void mgc_retouch_moved(void *p, uintptr_t was, size_t used);
+extern _Atomic uint64_t mgc_xgrow_calls, mgc_xgrow_touched; /* for tests */
 void *mgc_os_reserve(size_t bytes, size_t align);
 int mgc_os_commit(void *p, size_t bytes);
 int mgc_os_populate(void *p, size_t bytes);

@@ -51,8 +51,10 @@ void *mgc_table_add_slow(struct mgc_dom *d, struct mgc_table *t) {
   } else {
     size_t used = (size_t)(t->ptr - t->base);
     t->size *= 2;
-    t->base = mgc_xrealloc(t->base, (t->size + t->reserve) * t->entry_size,
-                           "remembered set");
+    /* The next minor collection reads every entry: their pages are
+       touched again if the table moved (mgc_xgrow). */
+    t->base = mgc_xgrow(t->base, (t->size + t->reserve) * t->entry_size, used,
+                        "remembered set");
     t->ptr = t->base + used;
     table_set_bounds(t);
     t->limit = t->end;
