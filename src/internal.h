@@ -721,6 +721,9 @@ struct mgc_dom {
   uint64_t minor_seq;    /* number of the last minor GC this domain was in */
   uint64_t prefault_seq; /* minor_seq when pools were last faulted ahead */
   int promote_sweeps;    /* pools promotion may still sweep in this minor GC */
+  /* Pools this domain took from the cache outside promotion (direct major
+     allocation) since its last minor GC, and in the minor cycle before. */
+  size_t direct_pools, direct_pools_last;
   struct mgc_table major_ref; /* remembered set: mgc_value * entries */
   /* Fields remembered in this minor cycle, by a hash of their address
      (the remembered filter, DESIGN §3.2): a hit means the field is in

@@ -413,6 +413,8 @@ word *mgc_heap_alloc_slow(struct mgc_dom *d, size_t wosize, unsigned tag,
         p = pool_acquire();
         if (!p)
           return NULL;
+        if (d->promote_sweeps < 0)
+          d->direct_pools++;
         pool_init(p, cls, d);
         push_avail(d, p);
       }
