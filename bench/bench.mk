@@ -150,6 +150,7 @@ bench: bench-build
 bench-smoke: bench-build
 	$(BENCH_OUT)/harness -d $(BENCH_OUT) -s -t 120 $(BENCH_ARGS)
 	@$(BENCH_OUT)/stw-latency 200 2 2>/dev/null
+	tools/scaling.sh -n 1 -N 12 -d $(BENCH_OUT) -o $(BUILD)/scaling-smoke 1 2
 
 .PHONY: bench bench-build bench-smoke
 
