@@ -290,7 +290,8 @@ void mgc_heap_release_free_pools(bool all);     /* any, pool_lock */
 void mgc_heap_free_domain(struct mgc_dom *d);   /* shutdown */
 void mgc_heap_teardown(void);
 size_t mgc_heap_free_pool_count(void);
-void mgc_heap_prefault_pools(size_t want); /* mutator, pool_lock */
+void mgc_heap_prefault_pools(struct mgc_dom *d,
+                             size_t want); /* mutator, pool_lock */
 /* How long a pool stays unused in the cache of free pools before a cycle
    end unmaps it (DESIGN §6.1); tests may set another (0: this one). */
 #define MGC_POOL_RELEASE_DELAY_NS (10 * (uint64_t)1000000000)

@@ -235,7 +235,7 @@ static void prefault_for_next_minor(struct mgc_dom *d) {
   double words = used * (d->survival_peak < 1.0 ? d->survival_peak : 1.0);
   size_t pools = (size_t)(words * 1.125 / (POOL_WORDS - POOL_HEADER_WORDS)) + 2;
   pools += d->direct_pools_last < 64 ? d->direct_pools_last : 64;
-  mgc_heap_prefault_pools(pools * LOAD_RELAXED(&mgc_rt.domains_alive));
+  mgc_heap_prefault_pools(d, pools * LOAD_RELAXED(&mgc_rt.domains_alive));
 }
 
 /* What the domain owes (DESIGN §2.4 "poll GC work"). */

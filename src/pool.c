@@ -206,16 +206,36 @@ static struct pool *pool_acquire(void) {
    kernel lacks the call (before Linux 5.14) the writes alone fault the
    pages in.  The pools of a chunk not wanted yet stay raw: untouched, they
    cost no memory.  Gives up quietly when the OS has no more memory: the
-   pause then maps, and reports the failure, as before. */
-void mgc_heap_prefault_pools(size_t want) {
+   pause then maps, and reports the failure, as before.
+   d (NULL: none) is the calling domain: the prefault stops between two
+   runs of pools once a stop-the-world section asks for d, which the
+   section would otherwise wait for, and a run is at most
+   PREFAULT_RUN_POOLS pools (32 pages of 4 KiB).  A whole prefault can be
+   hundreds of pools (every domain's share, after a cycle end gave pools
+   back; about 60 pools took 2.7 ms at D=2 on a 2-core VM), and the
+   domains that left a minor collection all prefault at once.  At 16
+   domains, traces showed sections whose other 15 domains arrived 5-9 ms
+   late, one after another, having left the last minor collection for
+   their mutator and recorded nothing since (docs/PERFORMANCE.md,
+   "Sixteen cores").  What is left is faulted in by the next prefault,
+   after the section, or by the pause that needs it. */
+#define PREFAULT_RUN_POOLS 4
+void mgc_heap_prefault_pools(struct mgc_dom *d, size_t want) {
   size_t page = mgc_page_size();
   for (size_t budget = 64 * CHUNK_POOLS; budget > 0;) {
+    /* Relaxed: a hint to stop early, nothing read under it; the domain's
+       limit reset that follows (mgc_reset_young_limit) reads the flag
+       seq_cst and sends it into the section. */
+    if (d && atomic_load_explicit(&d->interrupt_pending, memory_order_relaxed))
+      return;
     pthread_mutex_lock(&mgc_rt.pool_lock);
     if (free_pool_count >= want)
       break;
     /* The raw pools wanted, taken out under the lock: this caller's until
        cached.  The rest of the chunk stays untouched. */
     size_t n = want - free_pool_count;
+    if (n > PREFAULT_RUN_POOLS)
+      n = PREFAULT_RUN_POOLS;
     char *first = take_raw(n < budget ? n : budget, &n, true);
     if (!first)
       break;
