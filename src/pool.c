@@ -214,9 +214,9 @@ static struct pool *pool_acquire(void) {
    hundreds of pools (every domain's share, after a cycle end gave pools
    back; about 60 pools took 2.7 ms at D=2 on a 2-core VM), and the
    domains that left a minor collection all prefault at once.  At 16
-   domains, traces showed sections whose other 15 domains arrived 5-9 ms
-   late, one after another, having left the last minor collection for
-   their mutator and recorded nothing since (docs/PERFORMANCE.md,
+   domains, traces showed sections whose other 15 domains all arrived
+   5-9 ms late, most having left the previous section microseconds
+   before the request and recorded nothing since (docs/PERFORMANCE.md,
    "Sixteen cores").  What is left is faulted in by the next prefault,
    after the section, or by the pause that needs it. */
 #define PREFAULT_RUN_POOLS 4
