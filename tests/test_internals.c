@@ -799,6 +799,72 @@ static void test_release_delay(void) {
   mgc_shutdown();
 }
 
+/* The cache's two ages (DESIGN §6.1): the pools of a list freed first are
+   the cache's tail, those of a list freed later (taking some of the first
+   list's pools back from the cache) its head.  A cycle end past the first
+   list's delay but within the second's unmaps the first list's pools but
+   for the 64 the cache keeps, and none of the second's; one past the
+   second's delay unmaps those too.  The cache keeps the idle time of its
+   tail, so that a cycle end with nothing to give back reads no pool: this
+   checks that the tail's time follows what was taken. */
+static bool contains(const word *v, size_t n, word x) {
+  for (size_t i = 0; i < n; i++)
+    if (v[i] == x)
+      return true;
+  return false;
+}
+
+static void test_release_two_ages(void) {
+  CHECK(mgc_init(NULL) == 0, "init");
+  bool compacting =
+      mgc_rt.params.compact_every != 0 || mgc_rt.params.compact_overhead != 0;
+  mgc_heap_set_release_delay(3600 * (uint64_t)1000000000);
+  word *first, *second;
+  size_t nfirst = dropped_list_pools(test_scale(200000), &first);
+  mgc_full_major();
+  mgc_full_major();
+  struct timespec gap = {0, 400000000}; /* 400 ms */
+  nanosleep(&gap, NULL);
+  /* Half as long: it takes back the half of the first list's pools that
+     were freed last, and the cache's tail keeps the others. */
+  size_t nsecond = dropped_list_pools(test_scale(100000), &second);
+  mgc_full_major();
+  mgc_full_major();
+  /* The first list's pools that the second did not take back. */
+  size_t nold = 0;
+  for (size_t i = 0; i < nfirst; i++)
+    if (!contains(second, nsecond, first[i]))
+      first[nold++] = first[i];
+  uint64_t t0 = mgc_now_ns();
+  mgc_heap_set_release_delay(200000000); /* 200 ms */
+  mgc_full_major();
+  /* Meaningful only if the second list's pools were freed less than the
+     delay before that cycle end (a slow run may not manage it). */
+  bool timely = mgc_now_ns() - t0 < 100000000;
+  if (!compacting && timely) {
+    CHECK(pools_mapped(second, nsecond) == nsecond,
+          "within its delay, the second list's %zu pools mapped (%zu)", nsecond,
+          pools_mapped(second, nsecond));
+    CHECK(pools_mapped(first, nold) <= 64,
+          "past its delay, %zu of the first list's other %zu pools mapped",
+          pools_mapped(first, nold), nold);
+  }
+  nanosleep(&gap, NULL);
+  mgc_full_major();
+  /* A few may be in use again, as in test_release_delay. */
+  if (!compacting)
+    CHECK(pools_mapped(second, nsecond) + pools_mapped(first, nold) <= 64 + 16,
+          "past both delays, %zu and %zu pools still mapped",
+          pools_mapped(second, nsecond), pools_mapped(first, nold));
+  CHECK(mgc_verify_heap() == 0, "heap verified");
+  printf("two ages: %zu pools freed first (%zu not taken back), %zu later\n",
+         nfirst, nold, nsecond);
+  free(first);
+  free(second);
+  mgc_heap_set_release_delay(0);
+  mgc_shutdown();
+}
+
 /* Where pool p is among d's lists: 0 nowhere (it may be unmapped: the
    compaction of C=1 gives emptied pools back to the OS), 1 swept (avail
    or full), 2 unswept.  Compares addresses only, never reads p. */
@@ -1609,6 +1675,7 @@ int main(void) {
   test_mark_trigger();
   test_release();
   test_release_delay();
+  test_release_two_ages();
   test_fresh_pools(false);
   test_fresh_pools(true);
   test_dead_pools();
