@@ -139,20 +139,25 @@ static char *map_chunk(void) {
   return chunk;
 }
 
-/* Under pool_lock: n adjacent mapped pools onto a list of the cache,
-   whose tail's idle_since is *oldest. */
+/* Under pool_lock: pushes f onto a list of the cache, idle since now;
+   *oldest is the list's tail's idle_since, which f becomes on an empty
+   list. */
+static void cache_push(struct free_pool **list, uint64_t *oldest,
+                       struct free_pool *f, uint64_t now) {
+  if (!*list)
+    *oldest = now;
+  f->idle_since = now;
+  f->next = *list;
+  *list = f;
+  free_pool_count++;
+}
+
+/* Under pool_lock: n adjacent mapped pools onto a list of the cache. */
 static void cache_pools(struct free_pool **list, uint64_t *oldest, char *first,
                         size_t n) {
   uint64_t now = mgc_now_ns();
-  if (!*list)
-    *oldest = now;
-  for (size_t i = n; i-- > 0;) {
-    struct free_pool *f = (struct free_pool *)(first + i * POOL_BYTES);
-    f->next = *list;
-    f->idle_since = now;
-    *list = f;
-  }
-  free_pool_count += n;
+  for (size_t i = n; i-- > 0;)
+    cache_push(list, oldest, (struct free_pool *)(first + i * POOL_BYTES), now);
 }
 
 /* Under pool_lock: the first of up to n raw pools (at least one), mapping
@@ -268,13 +273,7 @@ static void pool_release(struct pool *p) {
 #endif
   uint64_t now = mgc_now_ns();
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  struct free_pool *f = (struct free_pool *)p;
-  f->idle_since = now;
-  if (!free_pools)
-    free_oldest = now;
-  f->next = free_pools;
-  free_pools = f;
-  free_pool_count++;
+  cache_push(&free_pools, &free_oldest, (struct free_pool *)p, now);
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   heap_words_add(-(intptr_t)POOL_WORDS);
 }
@@ -642,11 +641,13 @@ static void batch_unmap(struct unmap_batch *b) {
    `floor`; returns how many. */
 static size_t take_idle(struct free_pool **list, uint64_t *oldest,
                         uint64_t cutoff, size_t floor, struct free_pool **out) {
-  struct free_pool **head = list;
   if (!*list || *oldest > cutoff || free_pool_count <= floor)
     return 0;
-  while (*list && (*list)->idle_since > cutoff)
-    list = &(*list)->next;
+  struct free_pool *kept = NULL; /* the last pool left in the list */
+  while (*list && (*list)->idle_since > cutoff) {
+    kept = *list;
+    list = &kept->next;
+  }
   size_t n = 0;
   while (*list && free_pool_count > floor) {
     struct free_pool *f = *list;
@@ -656,11 +657,9 @@ static size_t take_idle(struct free_pool **list, uint64_t *oldest,
     free_pool_count--;
     n++;
   }
-  /* Taken up to the end: the pool whose link `list` is, is the tail now. */
-  if (!*list && list != head)
-    *oldest =
-        ((struct free_pool *)((char *)list - offsetof(struct free_pool, next)))
-            ->idle_since;
+  /* Taken up to the end: the last pool left is the tail now. */
+  if (!*list && kept)
+    *oldest = kept->idle_since;
   return n;
 }
 
