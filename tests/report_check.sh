@@ -9,6 +9,8 @@
 #  2. hand-made traces, in the full format (metadata, counters, otherData,
 #     nesting, unknown names and phases, lost B and E) and in the first
 #     one (spans only, no otherData): exact percentiles and counts;
+#     the long minor pauses taken apart (promotion, barrier waits, other
+#     time, woken late) on a hand-made trace of three collections;
 #     a damaged line, a file cut short, a bare event array, an empty file;
 #  3. a two-domain program against libmgc.a, binary trees for about 0.5 s,
 #     run with MGC_PARAMS=trace=...: the trace is valid JSON (python3) with
@@ -229,6 +231,46 @@ check "lost events: the unmatched B is counted" \
 check "lost events: a span open across lost events is left out" \
   grep -q "spans left out, open while events were lost: 1 (stw 1 in 5:1)" \
   "$tmp/gap.txt"
+
+# Long minor pauses taken apart.  298 minor spans of 10 us on tid 0, and
+# three collections on tids 1 and 2 (306 minor spans: the p99 is the 301st
+# shortest, 2000 us, so the four longest are taken):
+#  - at 200 ms, tid 1: 3000 us, 2500 of them promotion (mostly promotion);
+#  - at 300 ms, tid 1: 2000 us, 50 promotion then a barrier of 1950 that
+#    ends 1900 us after tid 2's minor span (mostly a wait, woken late);
+#  - at 400 ms, tid 1: 2500 us, 100 promotion, a barrier of 2300 that
+#    ends before tid 2's span (a wait, not late); tid 2: 2450 us, 100
+#    promotion and no barrier (it released it: mostly other time).
+# Means over the four: promotion 687.5, waits 1062.5, other 737.5 us.
+awk 'function span(tid, name, b, e) {
+       printf "{\"name\":\"%s\",\"ph\":\"B\",\"ts\":%d.000,\"pid\":1,\"tid\":%d},\n", name, b, tid
+       if (e >= 0) printf "{\"name\":\"%s\",\"ph\":\"E\",\"ts\":%d.000,\"pid\":1,\"tid\":%d},\n", name, e, tid }
+     function end(tid, name, e) {
+       printf "{\"name\":\"%s\",\"ph\":\"E\",\"ts\":%d.000,\"pid\":1,\"tid\":%d},\n", name, e, tid }
+     BEGIN {
+       print "{\"traceEvents\":["
+       for (i = 1; i <= 298; i++) span(0, "minor", i * 1000, i * 1000 + 10)
+       span(1, "minor", 200000, -1); span(1, "minor_mopup", 200000, 202500); end(1, "minor", 203000)
+       span(2, "minor", 200000, -1); span(2, "minor_mopup", 200000, 200010)
+       span(2, "barrier", 200010, 200090); end(2, "minor", 200090)
+       span(1, "minor", 300000, -1); span(1, "minor_mopup", 300000, 300050)
+       span(1, "barrier", 300050, 302000); end(1, "minor", 302000)
+       span(2, "minor", 300000, -1); span(2, "minor_mopup", 300000, 300050); end(2, "minor", 300090)
+       span(1, "minor", 400000, -1); span(1, "minor_roots", 400000, 400040)
+       span(1, "minor_mopup", 400040, 400100); span(1, "barrier", 400100, 402400)
+       end(1, "minor", 402500)
+       span(2, "minor", 400000, -1); span(2, "minor_mopup", 400000, 400100); end(2, "minor", 402450)
+       print "{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,\"args\":{\"name\":\"domain 0\"}}"
+       print "]}" }' >"$tmp/long.json"
+"$report" "$tmp/long.json" -n >"$tmp/long.txt" 2>&1
+check "long minor pauses: the four at or above the p99, and the means" \
+  grep -q "^Minor pauses at or above the p99 (2000.0 us): 4; means: promotion 687.5 us, barrier waits 1062.5 us, other time 737.5 us$" "$tmp/long.txt"
+check "long minor pauses: one mostly promotion" \
+  grep -q "^  mostly promotion: 1 (their mean promotion: 2500.0 us)$" "$tmp/long.txt"
+check "long minor pauses: two mostly barrier waits, one woken late" \
+  grep -q "^  mostly barrier waits: 2 (their mean barrier waits: 2125.0 us); woken late (left the barrier over 500 us after every other domain's part had ended): 1$" "$tmp/long.txt"
+check "long minor pauses: one mostly other time" \
+  grep -q "^  mostly other time: 1 (their mean other time: 2350.0 us)$" "$tmp/long.txt"
 
 # A bare array of events (the Chrome format's other form).
 { echo "["; sed -n '/"ph":"[BE]"/p' "$tmp/full.json"; echo "{}]"; } >"$tmp/array.json"

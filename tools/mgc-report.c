@@ -10,6 +10,9 @@
  *   - the time spent in each span name (a nested span counts in its own
  *     name), and the wall time the trace covers;
  *   - the 10 longest spans;
+ *   - the minor pauses at or above the p99, each cut into its promotion,
+ *     its barrier waits and the rest, and counted by the largest part
+ *     (see print_long_minors);
  *   - counters (ph "C"), lost events (otherData.lost_events and the
  *     "lost_events" counters) and B/E events left unmatched;
  * and writes an SVG timeline (default: TRACE.svg beside the trace, -o to
@@ -991,16 +994,29 @@ static const char *track_short(int t) {
 static size_t *cnt; /* [name * n_tracks + track] */
 static double *sum;
 
-/* Span indices sorted by (name, track, duration) for the pause table, and
-   by (track, depth, name, start) for the SVG. */
-static int cmp_by_name(const void *a, const void *b) {
-  const struct span *x = &VEC_AT(spans, struct span, *(const size_t *)a);
-  const struct span *y = &VEC_AT(spans, struct span, *(const size_t *)b);
+/* Span indices sorted by (name, track, duration) for the pause table, by
+   (name, track, start) for the long minor pauses, and by (track, depth,
+   name, start) for the SVG. */
+static int cmp_name_track(const struct span *x, const struct span *y) {
   if (x->name != y->name)
     return x->name < y->name ? -1 : 1;
   if (x->track != y->track)
     return x->track < y->track ? -1 : 1;
-  return x->dur < y->dur ? -1 : x->dur > y->dur;
+  return 0;
+}
+
+static int cmp_by_name(const void *a, const void *b) {
+  const struct span *x = &VEC_AT(spans, struct span, *(const size_t *)a);
+  const struct span *y = &VEC_AT(spans, struct span, *(const size_t *)b);
+  int c = cmp_name_track(x, y);
+  return c ? c : x->dur < y->dur ? -1 : x->dur > y->dur;
+}
+
+static int cmp_by_start(const void *a, const void *b) {
+  const struct span *x = &VEC_AT(spans, struct span, *(const size_t *)a);
+  const struct span *y = &VEC_AT(spans, struct span, *(const size_t *)b);
+  int c = cmp_name_track(x, y);
+  return c ? c : x->ts < y->ts ? -1 : x->ts > y->ts;
 }
 
 static int cmp_by_track(const void *a, const void *b) {
@@ -1159,6 +1175,138 @@ static void print_longest(void) {
   }
   if (!nt)
     printf("(no spans)\n");
+}
+
+/* The long minor pauses taken apart.  Each minor span at or above the p99
+   of all minor spans is cut into its promotion (the minor_roots,
+   minor_remset and minor_mopup spans nested in it), its waits for the
+   other domains (the barrier spans nested in it) and the rest: code that
+   records no span (around the promotion, and the last arriver's release
+   of the barrier, which it does not wait at) and time off the processor
+   outside a barrier; it counts for the largest of the three.  A pause that is
+   mostly a barrier wait is also counted as woken late when it left its last
+   barrier more than LATE_US after every other domain's overlapping minor span
+   had ended: it did not wait for their work then, but to run again itself
+   (docs/PERFORMANCE.md, "Four domains on two cores"). */
+#define LATE_US 500.0
+
+/* In ix (sorted by cmp_by_start), the first position whose span is at or
+   after (name, track, ts). */
+static size_t lower_bound(const size_t *ix, int name, int track, double ts) {
+  struct span key = {.ts = ts, .track = track, .name = name};
+  size_t lo = 0, hi = spans.len;
+  while (lo < hi) {
+    size_t mid = (lo + hi) / 2;
+    const struct span *s = &VEC_AT(spans, struct span, ix[mid]);
+    int c = cmp_name_track(s, &key);
+    if (c < 0 || (c == 0 && s->ts < ts))
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  return lo;
+}
+
+/* The time in spans of `name` nested in m; *last_end: the latest end of
+   one of them, if later. */
+static double nested_time(const size_t *ix, int name, const struct span *m,
+                          double *last_end) {
+  double t = 0, end = m->ts + m->dur;
+  if (name < 0)
+    return 0;
+  for (size_t k = lower_bound(ix, name, m->track, m->ts); k < spans.len; k++) {
+    const struct span *s = &VEC_AT(spans, struct span, ix[k]);
+    if (s->name != name || s->track != m->track || s->ts >= end)
+      break;
+    if (s->depth > m->depth && s->ts + s->dur <= end) {
+      t += s->dur;
+      if (s->ts + s->dur > *last_end)
+        *last_end = s->ts + s->dur;
+    }
+  }
+  return t;
+}
+
+static void print_long_minors(void) {
+  int minor = find_name("minor"), barrier = find_name("barrier");
+  int promotion[] = {find_name("minor_roots"), find_name("minor_remset"),
+                     find_name("minor_mopup")};
+  if (minor < 0)
+    return;
+  size_t n = 0;
+  double *d = xcalloc(spans.len + 1, sizeof *d);
+  for (size_t i = 0; i < spans.len; i++)
+    if (VEC_AT(spans, struct span, i).name == minor)
+      d[n++] = VEC_AT(spans, struct span, i).dur;
+  if (!n) {
+    free(d);
+    return;
+  }
+  qsort(d, n, sizeof *d, cmp_double);
+  double p99 = percentile(d, n, 99);
+  free(d);
+  size_t *ix = sorted_spans(cmp_by_start);
+  enum { PROMOTE, WAIT, OTHER, PARTS };
+  size_t count[PARTS] = {0}, total = 0, late = 0;
+  double part_sum[PARTS] = {0}, big_sum[PARTS] = {0};
+  for (size_t i = 0; i < spans.len; i++) {
+    const struct span *m = &VEC_AT(spans, struct span, i);
+    if (m->name != minor || m->dur < p99)
+      continue;
+    double part[PARTS] = {0}, last_end = -INFINITY, unused = -INFINITY;
+    for (size_t k = 0; k < sizeof promotion / sizeof promotion[0]; k++)
+      part[PROMOTE] += nested_time(ix, promotion[k], m, &unused);
+    part[WAIT] = nested_time(ix, barrier, m, &last_end);
+    part[OTHER] = m->dur - part[PROMOTE] - part[WAIT];
+    if (part[OTHER] < 0)
+      part[OTHER] = 0;
+    int big = PROMOTE;
+    for (int k = 1; k < PARTS; k++)
+      if (part[k] > part[big])
+        big = k;
+    total++;
+    count[big]++;
+    big_sum[big] += part[big];
+    for (int k = 0; k < PARTS; k++)
+      part_sum[k] += part[k];
+    if (big != WAIT)
+      continue;
+    /* The other domains' parts of the same collection: their minor spans
+       that overlap this one (a domain's minor spans never overlap). */
+    double others_end = -INFINITY;
+    for (size_t t = 0; t < n_tracks; t++) {
+      if ((int)t == m->track)
+        continue;
+      size_t k = lower_bound(ix, minor, (int)t, m->ts + m->dur);
+      while (k > 0) {
+        const struct span *o = &VEC_AT(spans, struct span, ix[--k]);
+        if (o->name != minor || o->track != (int)t || o->ts + o->dur <= m->ts)
+          break;
+        if (o->ts + o->dur > others_end)
+          others_end = o->ts + o->dur;
+      }
+    }
+    if (others_end > -INFINITY && last_end - others_end > LATE_US)
+      late++;
+  }
+  free(ix);
+  static const char *const what[PARTS] = {"promotion", "barrier waits",
+                                          "other time"};
+  printf("\nMinor pauses at or above the p99 (%.1f us): %zu; means: "
+         "promotion %.1f us, barrier waits %.1f us, other time %.1f us\n",
+         p99, total, part_sum[PROMOTE] / (double)total,
+         part_sum[WAIT] / (double)total, part_sum[OTHER] / (double)total);
+  for (int k = 0; k < PARTS; k++) {
+    printf("  mostly %s: %zu", what[k], count[k]);
+    if (count[k])
+      printf(" (their mean %s: %.1f us)", what[k],
+             big_sum[k] / (double)count[k]);
+    if (k == WAIT)
+      printf("; woken late (left the barrier over %.0f us after every "
+             "other domain's part had ended): %zu",
+             LATE_US, late);
+    printf("\n");
+  }
 }
 
 /* Counters: per name and tid, samples, min, max, last value. */
@@ -1704,8 +1852,9 @@ static struct svg_result write_svg(const char *path, const char *title,
 static void usage(FILE *f) {
   fprintf(f,
           "usage: %s TRACE.json [-o timeline.svg] [-n] [-a] [-w PX]\n"
-          "  pause percentiles, time per span, longest spans and lost events\n"
-          "  of an mgc trace (MGC_PARAMS=trace=FILE), and an SVG timeline\n"
+          "  pause percentiles, time per span, longest spans, the longest\n"
+          "  minor pauses taken apart and lost events of an mgc trace\n"
+          "  (MGC_PARAMS=trace=FILE), and an SVG timeline\n"
           "  -o FILE  where the SVG goes (default: TRACE.svg beside TRACE)\n"
           "  -n       no SVG\n"
           "  -a       pause table for every span name, not only minor,\n"
@@ -1807,6 +1956,7 @@ int main(int argc, char **argv) {
   print_pauses(all_names);
   print_times();
   print_longest();
+  print_long_minors();
   print_counters();
   print_lost();
 
