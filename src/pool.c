@@ -43,8 +43,8 @@ struct free_pool {
    first list is empty, as a fresh chunk would be; free_pool_count counts
    both.  Each list is a stack, pushed and popped at its head, so its
    pools' idle_since never increases from the head down: the pools idle
-   for longest are its tail.  free_oldest and spare_oldest hold the tail's
-   idle_since (meaningless while the list is empty), so that a cycle end
+   for longest are its tail.  Each list keeps its tail's idle_since beside
+   it (oldest, meaningless while the list is empty), so that a cycle end
    with no pool idle for the release delay does not walk the list (a walk
    over every pool header of the cache, thousands of cache misses under
    pool_lock, was 0.9 % of binarytrees 20's time).
@@ -58,9 +58,11 @@ struct free_pool {
    raw pools, faults them in and moves them to spare_pools, and maps a
    chunk only when none is left.  free_pool_count counts the two lists
    only. */
-static struct free_pool *free_pools;
-static struct free_pool *spare_pools;
-static uint64_t free_oldest, spare_oldest;
+struct cache_list {
+  struct free_pool *head;
+  uint64_t oldest; /* the tail's idle_since */
+};
+static struct cache_list free_pools, spare_pools;
 static size_t free_pool_count;
 static char *raw_next;
 static size_t raw_left;
@@ -139,25 +141,23 @@ static char *map_chunk(void) {
   return chunk;
 }
 
-/* Under pool_lock: pushes f onto a list of the cache, idle since now;
-   *oldest is the list's tail's idle_since, which f becomes on an empty
-   list. */
-static void cache_push(struct free_pool **list, uint64_t *oldest,
-                       struct free_pool *f, uint64_t now) {
-  if (!*list)
-    *oldest = now;
+/* Under pool_lock: pushes f onto a list of the cache, idle since now
+   (on an empty list, f is the tail too). */
+static void cache_push(struct cache_list *list, struct free_pool *f,
+                       uint64_t now) {
+  if (!list->head)
+    list->oldest = now;
   f->idle_since = now;
-  f->next = *list;
-  *list = f;
+  f->next = list->head;
+  list->head = f;
   free_pool_count++;
 }
 
 /* Under pool_lock: n adjacent mapped pools onto a list of the cache. */
-static void cache_pools(struct free_pool **list, uint64_t *oldest, char *first,
-                        size_t n) {
+static void cache_pools(struct cache_list *list, char *first, size_t n) {
   uint64_t now = mgc_now_ns();
   for (size_t i = n; i-- > 0;)
-    cache_push(list, oldest, (struct free_pool *)(first + i * POOL_BYTES), now);
+    cache_push(list, (struct free_pool *)(first + i * POOL_BYTES), now);
 }
 
 /* Under pool_lock: the first of up to n raw pools (at least one), mapping
@@ -183,7 +183,8 @@ static char *take_raw(size_t n, size_t *got, bool ahead) {
 
 /* Under pool_lock, the cache not empty: its next pool. */
 static struct free_pool *cache_take(void) {
-  struct free_pool **list = free_pools ? &free_pools : &spare_pools;
+  struct free_pool **list =
+      free_pools.head ? &free_pools.head : &spare_pools.head;
   struct free_pool *f = *list;
   *list = f->next;
   free_pool_count--;
@@ -259,7 +260,7 @@ void mgc_heap_prefault_pools(struct mgc_dom *d, size_t want) {
     for (size_t off = 0; off < n * POOL_BYTES; off += page)
       *(volatile char *)(first + off) = 0;
     pthread_mutex_lock(&mgc_rt.pool_lock);
-    cache_pools(&spare_pools, &spare_oldest, first, n);
+    cache_pools(&spare_pools, first, n);
     pthread_mutex_unlock(&mgc_rt.pool_lock);
     if (budget == 0)
       return;
@@ -273,7 +274,7 @@ static void pool_release(struct pool *p) {
 #endif
   uint64_t now = mgc_now_ns();
   pthread_mutex_lock(&mgc_rt.pool_lock);
-  cache_push(&free_pools, &free_oldest, (struct free_pool *)p, now);
+  cache_push(&free_pools, (struct free_pool *)p, now);
   pthread_mutex_unlock(&mgc_rt.pool_lock);
   heap_words_add(-(intptr_t)POOL_WORDS);
 }
@@ -639,9 +640,10 @@ static void batch_unmap(struct unmap_batch *b) {
 /* Under pool_lock: moves the pools of a cache list that entered it at or
    before `cutoff` (its tail) onto *out while the cache holds more than
    `floor`; returns how many. */
-static size_t take_idle(struct free_pool **list, uint64_t *oldest,
-                        uint64_t cutoff, size_t floor, struct free_pool **out) {
-  if (!*list || *oldest > cutoff || free_pool_count <= floor)
+static size_t take_idle(struct cache_list *cache, uint64_t cutoff, size_t floor,
+                        struct free_pool **out) {
+  struct free_pool **list = &cache->head;
+  if (!*list || cache->oldest > cutoff || free_pool_count <= floor)
     return 0;
   struct free_pool *kept = NULL; /* the last pool left in the list */
   while (*list && (*list)->idle_since > cutoff) {
@@ -659,7 +661,7 @@ static size_t take_idle(struct free_pool **list, uint64_t *oldest,
   }
   /* Taken up to the end: the last pool left is the tail now. */
   if (!*list && kept)
-    *oldest = kept->idle_since;
+    cache->oldest = kept->idle_since;
   return n;
 }
 
@@ -681,8 +683,8 @@ void mgc_heap_release_free_pools(bool all) {
   pthread_mutex_lock(&mgc_rt.pool_lock);
   if (all || now > release_delay_ns) {
     uint64_t cutoff = all ? UINT64_MAX : now - release_delay_ns;
-    released += take_idle(&free_pools, &free_oldest, cutoff, floor, &out);
-    released += take_idle(&spare_pools, &spare_oldest, cutoff, floor, &out);
+    released += take_idle(&free_pools, cutoff, floor, &out);
+    released += take_idle(&spare_pools, cutoff, floor, &out);
   }
   char *raw = all ? raw_next : NULL;
   size_t raw_n = all ? raw_left : 0;
@@ -764,7 +766,7 @@ void mgc_heap_free_domain(struct mgc_dom *d) {
 
 void mgc_heap_init(void) {
   init_class_table();
-  free_pools = spare_pools = NULL;
+  free_pools.head = spare_pools.head = NULL;
   free_pool_count = 0;
   raw_next = NULL;
   raw_left = 0;
