@@ -611,6 +611,12 @@ void mgc_handle_gc_interrupt(struct mgc_dom *d);
 void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
                         struct mgc_dom **parts);
 void mgc_minor_leader_setup(void);
+/* Sizes the part of d's empty minor heap that the next minor cycle uses
+   (DESIGN §5.8), at the end of d's collection: pause_ns is its pause,
+   promoted and allocated its words since its last one.  Called from
+   mgc_minor_from_stw, and by the white-box test with made-up figures. */
+void mgc_minor_size_part(struct mgc_dom *d, uint64_t pause_ns, size_t promoted,
+                         word allocated);
 /* STW, after the world's minor heaps are empty: custom and table cleanup. */
 extern _Atomic uint64_t mgc_minor_gcs_started;
 
@@ -709,11 +715,19 @@ struct mgc_dom {
   word young_trigger;
   word young_slice_step;
   size_t minor_heap_words;
-  /* The pause model of size_minor_heap: decaying sums of own pause ns
+  /* The pause model of mgc_minor_size_part: decaying sums of own pause ns
      and promoted words, the decaying peak of promoted / used words, and
      the last own pause (ns). */
   double pause_ns_sum, promoted_sum, survival_peak;
   uint64_t last_pause_ns;
+  /* Its probe: the part before the probe under way (0: none), what the
+     collection before it promoted and allocated, the collections to wait
+     before the next probe (probe_backoff after one that did not pay,
+     doubling each time), and whether the last probe paid. */
+  word probe_from;
+  double probe_promoted, probe_allocated;
+  uint32_t probe_wait, probe_backoff;
+  bool probe_paid;
   uint64_t arena_generation; /* of the reservation it was committed in */
   bool requested_minor;
   bool requested_major_slice;

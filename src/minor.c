@@ -80,7 +80,7 @@ int mgc_minor_heap_commit(struct mgc_dom *d, size_t words) {
   d->arena_generation = arena_generation;
   d->minor_heap_words = bytes / WORD;
   d->fast.young_ptr = d->young_end;
-  /* A new heap: the pause model starts over (size_minor_heap). */
+  /* A new heap: the pause model starts over (mgc_minor_size_part). */
   start_pause_model(d);
   return 0;
 }
@@ -719,12 +719,39 @@ static void minor_setup(void *data) {
    It only limits growth: where the young data that survive are a fixed
    set (a pool of threads' states), promoted / used rises as the part
    shrinks, and a model that shrank the part on its own would spiral down
-   to promoting everything. */
+   to promoting everything.
+
+   The probe.  Neither rule can tell a fixed set from survival that grows
+   with the part: at a part smaller than one round of the set's updates
+   (fibers: each of 10,000 threads allocates 13 words a step and keeps
+   11) survival is as high as a tree's, the model caps the part there,
+   and where the pause at that part reaches 7/8 of the goal (a slow
+   machine, or a lower goal) nothing grows it, though the whole heap
+   would promote no more and pause no longer.  So when the rules leave a
+   fully used part unchanged, its pause at most 8/9 of the goal and its
+   survival at least 3/4 of the peak (the cap is then the current
+   survival's, not the memory of an earlier burst, which the cap is there
+   to keep), the next part is larger by a quarter: were survival to stay,
+   its pause would be at most 10/9 of the goal.  The probe pays when that
+   part, used fully, promoted less than 3/4 of what its extra words would
+   at the survival before it but at least 3/4 of what the part before it
+   did (a burst's end, whose promotion drops whatever the part, says
+   nothing of it), and its pause stayed under the goal: the part is kept,
+   and the next collection may probe again, with any pause under the goal
+   (promotion was just seen not to follow the part).  Otherwise the part
+   goes back (or lower, if the pause passed the goal) and the next probe
+   waits PROBE_WAIT_MIN qualifying collections, twice as many after each
+   probe that did not pay, up to PROBE_WAIT_MAX: where survival follows
+   the part, a probe costs one pause of at most 10/9 of the goal a few
+   times a run.  A collection that found less than half the part used
+   neither judges a probe nor starts one. */
 #define MIN_USED_WORDS 8192
 #define RATE_KEEP 0.875
 #define SURVIVAL_KEEP 0.95
 #define RATE_MIN_WORDS 4096
 #define MARGIN 0.875 /* pauses are aimed at this part of the goal */
+#define PROBE_WAIT_MIN 16
+#define PROBE_WAIT_MAX 1024
 /* A new heap's rate before any domain measured one: pessimistic (the
    first collections measured 8-10 ns a word where later ones take 4-6). */
 #define PRIOR_NS_PER_WORD 10.0
@@ -796,6 +823,9 @@ static void start_pause_model(struct mgc_dom *d) {
       RATE_MIN_WORDS * (hint ? (double)hint / 1000 : PRIOR_NS_PER_WORD);
   d->survival_peak = 1.0;
   d->last_pause_ns = 0;
+  d->probe_from = 0;
+  d->probe_wait = d->probe_backoff = PROBE_WAIT_MIN;
+  d->probe_paid = false;
   uint64_t goal = (uint64_t)mgc_rt.params.minor_pause_goal_us * 1000;
   word used = goal ? model_part_words(d, (double)goal * MARGIN, full) : full;
   word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
@@ -804,13 +834,53 @@ static void start_pause_model(struct mgc_dom *d) {
   use_part(d, used);
 }
 
-/* Runs at the end of the domain's collection, before its limit is reset:
-   nothing is allocated in the heap now.  pause_ns: the domain's own;
-   allocated: the words it allocated in its heap since its last one. */
-static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
-                            size_t promoted, word allocated) {
+/* The probe's verdict or start (the comment above), given the part the
+   rules chose; returns the part to use. */
+static word probe_part(struct mgc_dom *d, uint64_t goal, uint64_t pause_ns,
+                       size_t promoted, word allocated, double survival,
+                       word before, word chosen, word full) {
+  bool used_fully = allocated >= before - before / 16;
+  /* A collection that found less than half the part used (another
+     domain's, a cycle end's) says nothing of it: the probe waits. */
+  if (d->probe_from != 0 && allocated >= before / 2) {
+    word from = d->probe_from;
+    d->probe_from = 0;
+    double extra = (double)allocated - d->probe_allocated;
+    double base = d->probe_promoted / d->probe_allocated;
+    if (used_fully && pause_ns <= goal &&
+        (double)promoted * 4 >= d->probe_promoted * 3 &&
+        ((double)promoted - d->probe_promoted) * 4 < extra * base * 3) {
+      d->probe_wait = 0;
+      d->probe_backoff = PROBE_WAIT_MIN;
+      d->probe_paid = true;
+      return chosen;
+    }
+    d->probe_paid = false;
+    d->probe_wait = d->probe_backoff;
+    if (d->probe_backoff < PROBE_WAIT_MAX)
+      d->probe_backoff *= 2;
+    return chosen < from ? chosen : from;
+  }
+  if (d->probe_from != 0 || goal == 0 || chosen != before || before >= full ||
+      !used_fully || pause_ns > goal || survival * 4 < d->survival_peak * 3 ||
+      (!d->probe_paid && (double)pause_ns * 9 > (double)goal * 8))
+    return chosen;
+  if (d->probe_wait > 0) {
+    d->probe_wait--;
+    return chosen;
+  }
+  d->probe_from = before;
+  d->probe_promoted = (double)promoted;
+  d->probe_allocated = (double)allocated;
+  return full - before < before / 4 ? full : before + before / 4;
+}
+
+void mgc_minor_size_part(struct mgc_dom *d, uint64_t pause_ns, size_t promoted,
+                         word allocated) {
   word full = (d->young_end - d->young_start) / WORD;
   word used = (d->young_end - d->young_floor) / WORD;
+  word before = used;
+  double survival = 0;
   word min = full < MIN_USED_WORDS ? full : MIN_USED_WORDS;
   uint64_t goal = (uint64_t)mgc_rt.params.minor_pause_goal_us * 1000;
   if (promoted >= RATE_MIN_WORDS) {
@@ -827,7 +897,7 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
   if (allocated > 0 && allocated >= used / 2) {
     /* Above 1 when this domain promoted other domains' young blocks,
        which using less of its own heap would not shorten: capped. */
-    double survival = (double)promoted / (double)allocated;
+    survival = (double)promoted / (double)allocated;
     if (survival > 1.0)
       survival = 1.0;
     d->survival_peak *= SURVIVAL_KEEP;
@@ -855,6 +925,8 @@ static void size_minor_heap(struct mgc_dom *d, uint64_t pause_ns,
       grown = cap > used ? cap : used;
     used = grown;
   }
+  used = probe_part(d, goal, pause_ns, promoted, allocated, survival, before,
+                    used, full);
   use_part(d, used);
 }
 
@@ -941,8 +1013,8 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  size_minor_heap(d, mgc_crowded() ? t1 - t0 : t_own - t0, c.promoted_words,
-                  allocated);
+  mgc_minor_size_part(d, mgc_crowded() ? t1 - t0 : t_own - t0, c.promoted_words,
+                      allocated);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)

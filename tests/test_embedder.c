@@ -859,7 +859,7 @@ static void test_pause_sizing(void) {
 }
 
 /* The largest part the model allows under a goal (us), as
-   size_minor_heap computes it. */
+   mgc_minor_size_part computes it. */
 static size_t model_cap(struct mgc_dom *d, unsigned goal_us) {
   size_t full = range_words();
   double cost = d->pause_ns_sum / d->promoted_sum * d->survival_peak;
@@ -867,7 +867,7 @@ static size_t model_cap(struct mgc_dom *d, unsigned goal_us) {
   return cost * (double)full <= want ? full : (size_t)(want / cost);
 }
 
-/* The part size_minor_heap picks after a collection with a pause under
+/* The part mgc_minor_size_part picks after a collection with a pause under
    7/8 of the goal (us), from `used` words, on d's state after it. */
 static size_t grown_part(struct mgc_dom *d, unsigned goal_us, size_t used) {
   size_t full = range_words(), step = used / 2;
@@ -1084,6 +1084,147 @@ static void test_pause_memory(void) {
   CHECK(part_words(d) == full, "no goal: the whole heap");
   MGC_DROP;
   mgc_set_params(&orig);
+}
+
+/* The model's state, made up: the rate `rate` ns a promoted word, the
+   survival peak 1, no probe under way and none to wait for. */
+static void fake_model(struct mgc_dom *d, double rate) {
+  d->promoted_sum = 4096;
+  d->pause_ns_sum = 4096 * rate;
+  d->survival_peak = 1.0;
+  d->probe_from = 0;
+  d->probe_wait = 0;
+  d->probe_backoff = 16;
+  d->probe_paid = false;
+}
+
+/* A made-up collection of the whole part in use: it promotes `surv` of
+   it, at most `fixed` words (0: no bound), at `rate` ns a word, and sizes
+   the part from that.  Returns its pause (ns). */
+static uint64_t fake_collection(struct mgc_dom *d, double surv, double fixed,
+                                double rate, size_t *promoted) {
+  size_t used = part_words(d);
+  double p = surv * (double)used;
+  if (fixed > 0 && p > fixed)
+    p = fixed;
+  uint64_t pause = (uint64_t)(p * rate);
+  *promoted = (size_t)p;
+  mgc_minor_size_part(d, pause, (size_t)p, used);
+  return pause;
+}
+
+/* The probe (DESIGN §5.8), on made-up collections fed to the sizing, so
+   that nothing depends on the machine's speed.  The goal is set so that
+   the whole heap promoting a fixed set of 2/5 of it pauses 0.9 of the
+   goal, over the 7/8 that growth stops at, and so that the model caps a
+   part promoting 0.85 of itself just short of the size where the set
+   stops growing with the part (fibers' threads on a slow machine):
+   - a fixed set: the probes grow the part to the whole heap, where it
+     promotes 2/5 of what it allocates instead of 0.85, no pause over the
+     goal on the way (without the probe it stays at the cap);
+   - survival that follows the part (0.85 of any part): the part stays at
+     the cap, a probe that does not pay costs one pause of at most 10/9
+     of the goal, and they come ever rarer: at most 8 in 2000
+     collections;
+   - a burst of full survival, then collections promoting 2 %: a probe
+     made at the burst's last collection does not pay (the part goes
+     back), and for the next 10 the cap holds (the model's memory, the
+     peak decayed to 0.6): no probe starts, each part is the one the
+     rules pick, short of the whole heap. */
+static void test_pause_probe(void) {
+  struct mgc_dom *d = (struct mgc_dom *)mgc_tls_state;
+  size_t full = range_words();
+  if (full < 65536)
+    return; /* parts this small sit at the floor, 8192 words */
+  mgc_params orig;
+  mgc_get_params(&orig);
+  mgc_minor_collection(); /* the heap is empty from here to the end */
+  size_t part0 = part_words(d);
+  double sums[3] = {d->promoted_sum, d->pause_ns_sum, d->survival_peak};
+  const double rate = 3.0, fixed = (double)full * 2 / 5;
+  unsigned goal = (unsigned)(rate * fixed / 0.9 / 1000.0);
+  set_pause_goal(goal);
+  uint64_t goal_ns = (uint64_t)goal * 1000;
+  size_t promoted;
+
+  fake_model(d, rate);
+  set_part_words(d, (size_t)fixed / 2);
+  uint64_t longest = 0;
+  double last_promoted = 0, last_allocated = 0;
+  for (int k = 0; k < 200; k++) {
+    last_allocated = (double)part_words(d);
+    uint64_t pause = fake_collection(d, 0.85, fixed, rate, &promoted);
+    last_promoted = (double)promoted;
+    if (pause > longest)
+      longest = pause;
+  }
+  CHECK(part_words(d) == full,
+        "a fixed set: probed up to the whole heap (%zu of %zu words)",
+        part_words(d), full);
+  CHECK(last_promoted <= last_allocated / 2,
+        "a fixed set: the last collection promoted %.0f of %.0f words",
+        last_promoted, last_allocated);
+  CHECK(longest <= goal_ns, "a fixed set: no pause over the goal (%lu ns)",
+        (unsigned long)longest);
+
+  fake_model(d, rate);
+  set_part_words(d, (size_t)fixed / 2);
+  int over = 0;
+  longest = 0;
+  for (int k = 0; k < 2000; k++) {
+    uint64_t pause = fake_collection(d, 0.85, 0, rate, &promoted);
+    over += pause > goal_ns;
+    if (pause > longest)
+      longest = pause;
+  }
+  size_t cap = model_cap(d, goal);
+  CHECK(part_words(d) <= cap + cap / 100 && part_words(d) + cap / 100 >= cap,
+        "survival following the part: the part at the cap (%zu, cap %zu)",
+        part_words(d), cap);
+  CHECK(over >= 1 && over <= 8,
+        "survival following the part: %d pauses over the goal", over);
+  CHECK(longest <= goal_ns * 10 / 9,
+        "survival following the part: longest %lu ns, goal %lu ns",
+        (unsigned long)longest, (unsigned long)goal_ns);
+
+  fake_model(d, rate);
+  d->probe_wait = 1000;
+  set_part_words(d, (size_t)fixed / 2);
+  for (int k = 0; k < 20; k++)
+    fake_collection(d, 1.0, 0, rate, &promoted);
+  size_t at_cap = part_words(d);
+  d->probe_wait = 0;
+  fake_collection(d, 1.0, 0, rate, &promoted);
+  CHECK(d->probe_from == at_cap && part_words(d) == at_cap + at_cap / 4,
+        "a burst at the cap: a probe from %zu to %zu words (%zu)", at_cap,
+        at_cap + at_cap / 4, part_words(d));
+  fake_collection(d, 0.02, 0, rate, &promoted);
+  CHECK(d->probe_from == 0 && !d->probe_paid && part_words(d) == at_cap,
+        "a probe met by the burst's end does not pay: back to %zu (%zu)",
+        at_cap, part_words(d));
+  int checked = 0;
+  for (int k = 0; k < 10; k++) {
+    size_t used = part_words(d);
+    fake_collection(d, 0.02, 0, rate, &promoted);
+    CHECK(d->probe_from == 0, "quiet collection %d: no probe", k);
+    size_t now = part_words(d), want = grown_part(d, goal, used);
+    checked++;
+    if (!CHECK(now == want,
+               "quiet collection %d: %zu -> %zu words, the rules "
+               "pick %zu (cap %zu)",
+               k, used, now, want, model_cap(d, goal)))
+      break;
+  }
+  CHECK(checked == 10 && part_words(d) < full,
+        "the burst's memory held the part under the whole heap (%zu)",
+        part_words(d));
+
+  d->promoted_sum = sums[0];
+  d->pause_ns_sum = sums[1];
+  d->survival_peak = sums[2];
+  d->probe_from = 0;
+  mgc_set_params(&orig);
+  set_part_words(d, part0);
 }
 
 /* A new heap (here a resize to the same size) starts the pause model
@@ -1584,6 +1725,7 @@ int main(void) {
   test_geometry();
   test_pause_sizing();
   test_pause_memory();
+  test_pause_probe();
   test_pause_new_heap();
   test_set_params();
   test_major_collection_compact();
