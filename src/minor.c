@@ -840,6 +840,10 @@ static word probe_part(struct mgc_dom *d, uint64_t goal, uint64_t pause_ns,
                        size_t promoted, word allocated, double survival,
                        word before, word chosen, word full) {
   bool used_fully = allocated >= before - before / 16;
+  if (goal == 0) { /* no goal: the whole heap, no probe left pending */
+    d->probe_from = 0;
+    return chosen;
+  }
   /* A collection that found less than half the part used (another
      domain's, a cycle end's) says nothing of it: the probe waits. */
   if (d->probe_from != 0 && allocated >= before / 2) {
@@ -861,8 +865,8 @@ static word probe_part(struct mgc_dom *d, uint64_t goal, uint64_t pause_ns,
       d->probe_backoff *= 2;
     return chosen < from ? chosen : from;
   }
-  if (d->probe_from != 0 || goal == 0 || chosen != before || before >= full ||
-      !used_fully || pause_ns > goal || survival * 4 < d->survival_peak * 3 ||
+  if (d->probe_from != 0 || chosen != before || before >= full || !used_fully ||
+      pause_ns > goal || survival * 4 < d->survival_peak * 3 ||
       (!d->probe_paid && (double)pause_ns * 9 > (double)goal * 8))
     return chosen;
   if (d->probe_wait > 0) {

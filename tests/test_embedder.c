@@ -26,6 +26,8 @@
  *                 finalised exactly once when they die young, once after
  *                 promotion and death, never while reachable; major ones
  *                 from mgc_alloc_shr_noexc; their mem requests a minor GC;
+ *   pause-aware part: its rules and memory of survival, and its probe
+ *                 on made-up collections fed to the sizing (DESIGN §5.8);
  *   minor heap geometry, mgc_set_params (valid changes visible and in
  *                 force, invalid ones refused with nothing changed),
  *                 mgc_major_collection_compact (the heap shrinks, the
@@ -1126,6 +1128,8 @@ static uint64_t fake_collection(struct mgc_dom *d, double surv, double fixed,
      the cap, a probe that does not pay costs one pause of at most 10/9
      of the goal, and they come ever rarer: at most 8 in 2000
      collections;
+   - a probe under way when the goal is turned off is dropped, and the
+     whole heap used;
    - a burst of full survival, then collections promoting 2 %: a probe
      made at the burst's last collection does not pay (the part goes
      back), and for the next 10 the cap holds (the model's memory, the
@@ -1186,6 +1190,16 @@ static void test_pause_probe(void) {
   CHECK(longest <= goal_ns * 10 / 9,
         "survival following the part: longest %lu ns, goal %lu ns",
         (unsigned long)longest, (unsigned long)goal_ns);
+  /* A probe under way when the goal is turned off: the next collection
+     uses the whole heap all the same, and drops the probe. */
+  d->probe_wait = 0;
+  fake_collection(d, 0.85, 0, rate, &promoted);
+  CHECK(d->probe_from != 0, "at the cap, a probe starts when due");
+  set_pause_goal(0);
+  fake_collection(d, 0.85, 0, rate, &promoted);
+  CHECK(part_words(d) == full && d->probe_from == 0,
+        "no goal: the whole heap, the probe dropped (%zu)", part_words(d));
+  set_pause_goal(goal);
 
   fake_model(d, rate);
   d->probe_wait = 1000;
@@ -1223,6 +1237,8 @@ static void test_pause_probe(void) {
   d->pause_ns_sum = sums[1];
   d->survival_peak = sums[2];
   d->probe_from = 0;
+  d->probe_wait = d->probe_backoff = 16;
+  d->probe_paid = false;
   mgc_set_params(&orig);
   set_part_words(d, part0);
 }
