@@ -8,6 +8,7 @@
 #   make install PREFIX=/usr/local DESTDIR=   (make uninstall: the same files)
 #   make fuzz FUZZ_SECONDS=60   libFuzzer targets of fuzz/, each N seconds
 #   make fuzz-regress           each fuzz target once over its seed corpus
+#   make stress STRESS_SECONDS=1800   the tests again and again, new seeds
 
 CC ?= cc
 BUILD ?= build
@@ -26,7 +27,7 @@ SRCS := $(wildcard src/*.c)
 OBJS := $(patsubst src/%.c,$(BUILD)/obj/%.o,$(SRCS))
 HDRS := include/mgc.h src/internal.h
 
-.PHONY: all test test-quick test-plain test-torture test-compact test-asan \
+.PHONY: all test test-plain test-torture test-compact test-asan \
   test-tsan \
   examples install clean bench bench-build bench-smoke stress format-check \
   uninstall fuzz fuzz-build fuzz-regress fuzz-prepare
@@ -119,6 +120,16 @@ $(BUILD)/tests/plain/test_fuzz_regress: fuzz/run.sh fuzz-prepare
 	@mkdir -p $(dir $@)
 	@printf '#!/bin/sh\nexec %s regress %s %s\n' "$(CURDIR)/fuzz/run.sh" "$(CURDIR)/$(BUILD)" "$(FUZZ_CC)" > $@
 	@chmod +x $@
+
+# Long stress runs: every test program again and again, each run with a
+# fresh seed, in every mode (or STRESS_MODES), for STRESS_SECONDS
+# (tests/stress.sh).  CI runs two minutes of it after make test.
+STRESS_SECONDS ?= 1800
+STRESS_MODES ?=
+stress: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) \
+    $(addprefix $(BUILD)/tests/asan/,$(TEST_NAMES)) \
+    $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)))
+	@tests/stress.sh $(BUILD) $(STRESS_SECONDS) $(STRESS_MODES)
 
 test: all examples
 	@rm -f $(BUILD)/tests/results.txt

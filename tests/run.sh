@@ -5,12 +5,14 @@
 #       compact (MGC_PARAMS=C=1,V=1: blocks move at every major cycle end) |
 #       asan | tsan
 # Each program ends with "N passed, N failed"; a program that dies without
-# that line counts as one failure.  Results go to DIR/../results.txt.
+# that line counts as one failure.  Results go to DIR/../results.txt and
+# logs to DIR/../logs/MODE-NAME.log (MGC_TEST_RESULTS and MGC_TEST_LOGS
+# change those: tests/stress.sh).
 set -u
 mode=$1 dir=$2
 shift 2
-results=$(dirname "$dir")/results.txt
-logs=$(dirname "$dir")/logs
+results=${MGC_TEST_RESULTS:-$(dirname "$dir")/results.txt}
+logs=${MGC_TEST_LOGS:-$(dirname "$dir")/logs}
 mkdir -p "$logs"
 env_for() {
   case $mode in
@@ -25,7 +27,9 @@ status=0
 for name in "$@"; do
   log=$logs/$mode-$name.log
   start=$(date +%s)
-  env $(env_for) timeout "${MGC_TEST_TIMEOUT:-900}" "$dir/$name" >"$log" 2>&1
+  # The first line: how to run it again by hand.
+  echo "# ${MGC_TEST_SEED:+MGC_TEST_SEED=$MGC_TEST_SEED }$(env_for) $dir/$name" >"$log"
+  env $(env_for) timeout "${MGC_TEST_TIMEOUT:-900}" "$dir/$name" >>"$log" 2>&1
   rc=$?
   secs=$(( $(date +%s) - start ))
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$log" | tail -1)

@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Long stress runs (make stress): the test programs again and again, each
+# run with a fresh random seed (MGC_TEST_SEED) and in one of the modes of
+# tests/run.sh, for a given number of seconds.
+#   tests/stress.sh BUILD SECONDS [MODE...]
+# MODE: plain torture compact asan tsan (all five by default; tsan runs the
+# test_domains* programs only and compact leaves out test_domains_race, as
+# make test does).  Each round runs every (mode, program) pair once, in a
+# shuffled order, so that a short run (CI's) samples all of them rather
+# than the first few.  A seed fixes a program's choices, not the
+# interleaving of its domains: the rounds repeat each multi-domain program
+# under new interleavings.  A failure's log is kept as
+# BUILD/tests/stress/fail-N-MODE-NAME.log, whose first line is the command
+# that runs the program again with its seed; the other logs are
+# overwritten.  The last line is
+# "stress: R runs, F failed, S s"; the exit status is 1 when F > 0.
+set -u
+build=$1 secs=$2
+shift 2
+modes=${*:-plain torture compact asan tsan}
+out=$build/tests/stress
+rm -rf "$out"
+mkdir -p "$out/logs"
+names=$(cd tests && ls test_*.c | sed 's/\.c$//')
+pairs=()
+for mode in $modes; do
+  case $mode in
+    plain | torture | compact) dir=$build/tests/plain ;;
+    asan) dir=$build/tests/asan ;;
+    tsan) dir=$build/tests/tsan ;;
+    *) echo "stress: unknown mode $mode" >&2; exit 2 ;;
+  esac
+  for name in $names; do
+    case $mode/$name in
+      tsan/test_domains*) ;;
+      tsan/*) continue ;;
+      compact/test_domains_race) continue ;;
+    esac
+    if [ ! -x "$dir/$name" ]; then
+      echo "stress: $dir/$name is not built (make stress builds it)" >&2
+      exit 2
+    fi
+    pairs+=("$mode $dir $name")
+  done
+done
+start=$(date +%s)
+runs=0 failed=0 round=0
+while :; do
+  round=$((round + 1))
+  while read -r mode dir name; do
+    [ $(($(date +%s) - start)) -ge "$secs" ] && break 2
+    seed=$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')
+    runs=$((runs + 1))
+    rm -f "$out/one.txt"
+    line=$(MGC_TEST_SEED=$seed MGC_TEST_RESULTS=$out/one.txt \
+      MGC_TEST_LOGS=$out/logs tests/run.sh "$mode" "$dir" "$name")
+    line=${line%%$'\n'*}
+    f=$(awk '{print $4}' "$out/one.txt" 2>/dev/null)
+    echo "round $round seed $seed $line"
+    if [ "${f:-1}" != 0 ]; then
+      failed=$((failed + 1))
+      keep=$out/fail-$failed-$mode-$name.log
+      cp "$out/logs/$mode-$name.log" "$keep"
+      echo "  kept $keep; replay: $(head -n 1 "$keep" | sed 's/^# //')"
+    fi
+  done < <(printf '%s\n' "${pairs[@]}" | shuf)
+done
+echo "stress: $runs runs, $failed failed, $(($(date +%s) - start)) s"
+[ "$failed" = 0 ]
