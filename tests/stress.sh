@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Long stress runs (make stress): the test programs again and again, each
-# run with a fresh random seed (MGC_TEST_SEED) and in one of the modes of
-# tests/run.sh, for a given number of seconds.
+# run with a fresh random seed (MGC_TEST_SEED, read by the programs that
+# print "seed: N"; the others run their fixed choices again) and in one of
+# the modes of tests/run.sh, for a given number of seconds.
 #   tests/stress.sh BUILD SECONDS [MODE...]
 # MODE: plain torture compact asan tsan (all five by default; tsan runs the
 # test_domains* programs only and compact leaves out test_domains_race, as
@@ -12,8 +13,8 @@
 # under new interleavings.  A failure's log is kept as
 # BUILD/tests/stress/fail-N-MODE-NAME.log, whose first line is the command
 # that runs the program again with its seed; the other logs are
-# overwritten.  The last line is
-# "stress: R runs, F failed, S s"; the exit status is 1 when F > 0.
+# overwritten.  The last line is "stress: R runs, F failed, S s"; the exit
+# status is 1 when F > 0, 2 when there is nothing to run.
 set -u
 build=$1 secs=$2
 shift 2
@@ -43,6 +44,10 @@ for mode in $modes; do
     pairs+=("$mode $dir $name")
   done
 done
+if [ ${#pairs[@]} = 0 ]; then
+  echo "stress: no test program in modes $modes" >&2
+  exit 2
+fi
 start=$(date +%s)
 runs=0 failed=0 round=0
 while :; do

@@ -323,21 +323,21 @@ static uint64_t heap_words(void) {
   return st.heap_words;
 }
 
-/* The allocator allocates 40 times the heap it starts from (H0, after a
-   full major: the tree and what the earlier parts left), or 40 minor
-   heaps if that is more, counting a minor heap smaller than the default
-   as the default (with MGC_PARAMS=s=16384 the 1.8M words took 14 ms,
-   and domain 0, runnable but off both processors for a few milliseconds
-   beside a busy loop, kept the cycle from ending in 1 run of 3).  Checks:
-   cycles keep ending meanwhile, at least 5; the heap stays under H0 plus three
-   quarters of what was allocated (1.1M words here on a quiet machine, 10M in
-   one run beside the rest of `make test`: domain 0 pays its share only when it
-   gets the CPU; without the epoch, more than H0 plus all of it).  When only
-   minor cycles brought the global slice epoch, domain 0 was asked for a slice
-   once per state of the cycle, paid one share of the debt, and the cycle's
-   sweeping or marking never ended: no cycle end, and the heap grew with all the
-   garbage (30.1M words when the allocator allocated 26.4M).  Then the tree is
-   checked intact. */
+/* The allocator allocates 40 times the heap it starts from (H0, after a full
+   major: the tree and what the earlier parts left), or 40 minor heaps if
+   that is more, counting a minor heap smaller than the default as the
+   default (with MGC_PARAMS=s=16384 the 1.8M words took 14 ms, and domain 0,
+   runnable but off both processors for a few milliseconds, kept the cycle
+   from ending in about 1 run of 3 beside another build, and at once beside a
+   busy loop).  Checks: cycles keep ending meanwhile, at least 5; the heap
+   stays under H0 plus three quarters of what was allocated (1.1M words here
+   on a quiet machine, 10M in one run beside the rest of `make test`: domain
+   0 pays its share only when it gets the CPU; without the epoch, more than
+   H0 plus all of it).  When only minor cycles brought the global slice epoch,
+   domain 0 was asked for a slice once per state of the cycle, paid one share
+   of the debt, and the cycle's sweeping or marking never ended: no cycle
+   end, and the heap grew with all the garbage (30.1M words when the
+   allocator allocated 26.4M).  Then the tree is checked intact. */
 static void part4(int depth) {
   MGC_PARAM0;
   MGC_LOCAL1(tree);
