@@ -655,6 +655,10 @@ int mgc_try_run_on_all_domains(struct mgc_dom *d, mgc_stw_handler h, void *data,
    others wait inside mgc_stw_barrier_begin until it does. */
 bool mgc_stw_barrier_begin(int n);
 void mgc_stw_barrier_release(void);
+/* When the last barrier of the current section was released (monotonic
+   nanoseconds): read by a participant after that barrier and before its
+   next one. */
+uint64_t mgc_stw_last_release_ns(void);
 /* Plain barrier: everybody waits for everybody. */
 void mgc_stw_barrier(int n);
 /* The same, where a waiting domain may do opportunistic major work of its

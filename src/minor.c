@@ -701,7 +701,9 @@ static void minor_setup(void *data) {
    running than processors (mgc_crowded): the domains promote by turns, the
    wait is for the work of the domains that were off a processor, and the
    whole pause counts, so that every part shrinks until the turns fit the
-   goal together.  The part never goes below
+   goal together: from the release of the barrier that starts everybody's
+   promotion, since a domain given its processor back after the others'
+   turns starts its own collection late.  The part never goes below
    MIN_USED_WORDS (a 256-word block and a few more always fit, invariant
    6) nor above the whole heap.
 
@@ -938,6 +940,11 @@ void mgc_minor_size_part(struct mgc_dom *d, uint64_t pause_ns, size_t promoted,
 void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
                         struct mgc_dom **parts) {
   uint64_t t0 = mgc_now_ns();
+  /* Every caller released a barrier just before (the section's enter
+     barrier, or the leader's setup): the promotion's start for all. */
+  uint64_t t_start = n > 1 ? mgc_stw_last_release_ns() : t0;
+  if (t_start == 0 || t_start > t0)
+    t_start = t0;
   mgc_call_hook(&mgc_rt.minor_begin_hook);
   mgc_ev_begin(d, MGC_EVN_MINOR);
 #if MGC_DEBUG >= 3
@@ -1017,8 +1024,8 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   mgc_table_clear(&d->ephe_ref);
   d->extra_minor_resources = 0;
   mgc_histogram_add(&d->pauses, t1 - t0, false);
-  mgc_minor_size_part(d, mgc_crowded() ? t1 - t0 : t_own - t0, c.promoted_words,
-                      allocated);
+  mgc_minor_size_part(d, mgc_crowded() ? t1 - t_start : t_own - t0,
+                      c.promoted_words, allocated);
   mgc_log(MGC_VERBOSE_MINOR, "minor collection: %zu words promoted, %.1f us",
           (size_t)c.promoted_words, (double)(t1 - t0) / 1e3);
   if (mgc_rt.params.verify || MGC_DEBUG >= 3)

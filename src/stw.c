@@ -66,7 +66,16 @@ void mgc_stw_barrier_working(int n, struct mgc_dom *d) {
     mgc_stw_barrier_release();
 }
 
+/* Relaxed: written by the releaser before its release store of the sense,
+   read by every participant after its acquire load that saw the flip and
+   before it arrives at the next barrier, whose releaser writes again only
+   after every arrival; the barrier orders both ways. */
+static _Atomic uint64_t released_at;
+
+uint64_t mgc_stw_last_release_ns(void) { return LOAD_RELAXED(&released_at); }
+
 void mgc_stw_barrier_release(void) {
+  STORE_RELAXED(&released_at, mgc_now_ns());
   /* The counter is reset before the flip, so that arrivals at the next
      barrier (which happen after they see the flip) count from zero. */
   STORE_RELAXED(&barrier_count, 0);
