@@ -300,7 +300,6 @@ static atomic_int stop4;
 static _Atomic uint64_t cycles4;
 
 #define GARBAGE_WOSIZE 8
-#define DEFAULT_MINOR_WORDS 262144
 
 static mgc_value allocator(mgc_value arg) {
   long total = MGC_INT_VAL(arg);
@@ -346,8 +345,10 @@ static void part4(int depth) {
   mgc_full_major();
   uint64_t h0 = heap_words();
   size_t minor = ((struct mgc_dom *)mgc_self())->minor_heap_words;
-  if (minor < DEFAULT_MINOR_WORDS)
-    minor = DEFAULT_MINOR_WORDS;
+  mgc_params dflt;
+  mgc_params_default(&dflt);
+  if (minor < dflt.minor_heap_words)
+    minor = dflt.minor_heap_words;
   long total = 40 * (long)(h0 > minor ? h0 : minor);
   atomic_store(&stop4, 0);
   mgc_domain *h = mgc_domain_spawn(allocator, MGC_VAL_INT(total));
