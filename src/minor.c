@@ -943,8 +943,6 @@ void mgc_minor_from_stw(struct mgc_dom *d, int idx, int n,
   /* Every caller released a barrier just before (the section's enter
      barrier, or the leader's setup): the promotion's start for all. */
   uint64_t t_start = n > 1 ? mgc_stw_last_release_ns() : t0;
-  if (t_start == 0 || t_start > t0)
-    t_start = t0;
   mgc_call_hook(&mgc_rt.minor_begin_hook);
   mgc_ev_begin(d, MGC_EVN_MINOR);
 #if MGC_DEBUG >= 3
