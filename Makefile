@@ -52,6 +52,9 @@ $(BUILD)/libmgc.so: $(OBJS)
 # program of that way links those objects.
 TEST_SRCS := $(sort $(wildcard tests/test_*.c))
 TEST_NAMES := $(patsubst tests/%.c,%,$(TEST_SRCS))
+empty :=
+space := $(empty) $(empty)
+comma := ,
 TFLAGS := -std=c11 $(WARN) -O1 -g -Iinclude -DMGC_DEBUG=2
 
 test_objs = $(patsubst src/%.c,$(BUILD)/tests/obj-$(1)/%.o,$(SRCS))
@@ -90,8 +93,10 @@ test-compact: $(addprefix $(BUILD)/tests/plain/,$(COMPACT_TESTS))
 	@tests/run.sh compact $(BUILD)/tests/plain $(COMPACT_TESTS)
 test-asan: $(addprefix $(BUILD)/tests/asan/,$(TEST_NAMES))
 	@tests/run.sh asan $(BUILD)/tests/asan $(TEST_NAMES)
-test-tsan: $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)))
-	@tests/run.sh tsan $(BUILD)/tests/tsan $(filter test_domains%,$(TEST_NAMES))
+# ThreadSanitizer runs the programs with more than one domain.
+TSAN_TESTS := $(filter test_domains%,$(TEST_NAMES))
+test-tsan: $(addprefix $(BUILD)/tests/tsan/,$(TSAN_TESTS))
+	@tests/run.sh tsan $(BUILD)/tests/tsan $(TSAN_TESTS)
 
 # The symbol check and the examples are tests too.
 $(BUILD)/tests/plain/test_symbols: tests/nm_check.sh all examples
@@ -123,13 +128,17 @@ $(BUILD)/tests/plain/test_fuzz_regress: fuzz/run.sh fuzz-prepare
 
 # Long stress runs: every test program again and again, each run with a
 # fresh seed, in every mode (or STRESS_MODES), for STRESS_SECONDS
-# (tests/stress.sh).  CI runs two minutes of it after make test.
+# (tests/stress.sh).  CI runs two minutes of it after make test.  Each
+# mode runs the programs its make test-MODE target runs.
 STRESS_SECONDS ?= 1800
-STRESS_MODES ?=
+STRESS_MODES ?= plain torture compact asan tsan
 stress: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) \
     $(addprefix $(BUILD)/tests/asan/,$(TEST_NAMES)) \
-    $(addprefix $(BUILD)/tests/tsan/,$(filter test_domains%,$(TEST_NAMES)))
-	@tests/stress.sh $(BUILD) $(STRESS_SECONDS) $(STRESS_MODES)
+    $(addprefix $(BUILD)/tests/tsan/,$(TSAN_TESTS))
+	@tests/stress.sh $(BUILD) $(STRESS_SECONDS) \
+	  $(foreach m,$(STRESS_MODES),$(m)=$(subst $(space),$(comma),$(strip \
+	    $(if $(filter compact,$(m)),$(COMPACT_TESTS), \
+	    $(if $(filter tsan,$(m)),$(TSAN_TESTS),$(TEST_NAMES))))))
 
 test: all examples
 	@rm -f $(BUILD)/tests/results.txt

@@ -3,10 +3,11 @@
 # run with a fresh random seed (MGC_TEST_SEED, read by the programs that
 # print "seed: N"; the others run their fixed choices again) and in one of
 # the modes of tests/run.sh, for a given number of seconds.
-#   tests/stress.sh BUILD SECONDS [MODE...]
-# MODE: plain torture compact asan tsan (all five by default; tsan runs the
-# test_domains* programs only and compact leaves out test_domains_race, as
-# make test does).  Each round runs every (mode, program) pair once, in a
+#   tests/stress.sh BUILD SECONDS MODE=NAME,NAME... [MODE=NAME,NAME...]
+# MODE: plain torture compact asan tsan; each with the programs it runs, as
+# make stress passes them (the programs of make test-MODE: tsan runs the
+# test_domains* programs only and compact leaves out test_domains_race).
+# Each round runs every (mode, program) pair once, in a
 # shuffled order, so that short runs (CI's two minutes ran 131-141 of a
 # round's 148) leave out different pairs each time rather than always the
 # last ones.  A seed fixes a program's choices, not the
@@ -19,25 +20,23 @@
 set -u
 build=$1 secs=$2
 shift 2
-modes=${*:-plain torture compact asan tsan}
 out=$build/tests/stress
 rm -rf "$out"
 mkdir -p "$out/logs"
-names=$(cd tests && ls test_*.c | sed 's/\.c$//')
 pairs=()
-for mode in $modes; do
+modes=
+for arg in "$@"; do
+  mode=${arg%%=*}
+  modes="$modes $mode"
   case $mode in
     plain | torture | compact) dir=$build/tests/plain ;;
     asan) dir=$build/tests/asan ;;
     tsan) dir=$build/tests/tsan ;;
     *) echo "stress: unknown mode $mode" >&2; exit 2 ;;
   esac
-  for name in $names; do
-    case $mode/$name in
-      tsan/test_domains*) ;;
-      tsan/*) continue ;;
-      compact/test_domains_race) continue ;;
-    esac
+  [ "$arg" = "$mode" ] && continue
+  list=${arg#*=}
+  for name in ${list//,/ }; do
     if [ ! -x "$dir/$name" ]; then
       echo "stress: $dir/$name is not built (make stress builds it)" >&2
       exit 2
@@ -46,7 +45,7 @@ for mode in $modes; do
   done
 done
 if [ ${#pairs[@]} = 0 ]; then
-  echo "stress: no test program in modes $modes" >&2
+  echo "stress: no test program in modes${modes:- (none given)}" >&2
   exit 2
 fi
 start=$(date +%s)
