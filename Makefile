@@ -129,7 +129,8 @@ $(BUILD)/tests/plain/test_fuzz_regress: fuzz/run.sh fuzz-prepare
 # Long stress runs: every test program again and again, each run with a
 # fresh seed, in every mode (or STRESS_MODES), for STRESS_SECONDS
 # (tests/stress.sh).  CI runs two minutes of it after make test.  Each
-# mode runs the programs its make test-MODE target runs.
+# mode runs the test programs of its make test-MODE target (test-plain's
+# package checks aside).
 STRESS_SECONDS ?= 1800
 STRESS_MODES ?= plain torture compact asan tsan
 stress: $(addprefix $(BUILD)/tests/plain/,$(TEST_NAMES)) \

@@ -5,8 +5,7 @@
 # the modes of tests/run.sh, for a given number of seconds.
 #   tests/stress.sh BUILD SECONDS MODE=NAME,NAME... [MODE=NAME,NAME...]
 # MODE: plain torture compact asan tsan; each with the programs it runs, as
-# make stress passes them (the programs of make test-MODE: tsan runs the
-# test_domains* programs only and compact leaves out test_domains_race).
+# make stress passes them (the test programs of make test-MODE).
 # Each round runs every (mode, program) pair once, in a
 # shuffled order, so that short runs (CI's two minutes ran 131-141 of a
 # round's 148) leave out different pairs each time rather than always the
