@@ -14,7 +14,10 @@
  * each side has its own copy of the library and its own heap; built once
  * more without AB_SIDE as the program that loads both.  Each side builds
  * the same heap: "lists", survive's queue of 100000 lists of 10 cells after
- * a million replacements, or "tree D", a promoted binary tree of depth D.
+ * a million replacements, "tree D", a promoted binary tree of depth D, or
+ * "scatter", an old array of a million slots filled by 3 million stores of
+ * fresh blocks at random slots, each linked to the block of another random
+ * slot (remset's pattern, with fragment's links).
  * Then each pair runs one cycle (mgc_major_collection after the cycle under
  * way was finished) on each side, the order alternating, and the program
  * prints each side's median and the median of the b/a ratios of the pairs,
@@ -22,6 +25,8 @@
  *
  * tools/ab-cycle.sh builds and runs it against a git revision. */
 #define _POSIX_C_SOURCE 200809L
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -33,7 +38,7 @@
 #define AB_CAT2(a, b) a##b
 #define AB_CAT(a, b) AB_CAT2(a, b)
 
-enum { QUEUE = 100000, CELLS = 10, ROUNDS = 1000000 };
+enum { QUEUE = 100000, CELLS = 10, ROUNDS = 1000000, SCATTER = 3000000 };
 
 static mgc_value root = MGC_UNIT;
 
@@ -77,6 +82,28 @@ __attribute__((visibility("default"))) void AB_CAT(AB_SIDE,
   mgc_register_global_root(&root);
   if (tree_depth > 0) {
     root = make_tree(tree_depth);
+  } else if (tree_depth < 0) {
+    /* scatter: remset's pattern, and fragment's links.  Each of SCATTER
+       rounds stores a fresh block {r, link, 0} into a random slot of an old
+       array, its link the block of another random slot: both the array's
+       fields and the links point all over the heap. */
+    MGC_PARAM0;
+    MGC_LOCAL1(cell);
+    uint64_t x = 20240601;
+    root = mgc_alloc_shr(QUEUE * 10, 0);
+    for (long r = 0; r < SCATTER; r++) {
+      x = (x * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
+      long i = (long)((x >> 16) % (QUEUE * 10));
+      x = (x * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
+      long j = (long)((x >> 16) % (QUEUE * 10));
+      cell = mgc_alloc_small(3, 0);
+      MGC_FIELD(cell, 0) = MGC_VAL_INT(r);
+      MGC_FIELD(cell, 1) = MGC_UNIT;
+      MGC_FIELD(cell, 2) = MGC_VAL_INT(0);
+      mgc_modify(&MGC_FIELD(cell, 1), MGC_FIELD(root, j));
+      mgc_modify(&MGC_FIELD(root, i), cell);
+    }
+    MGC_DROP;
   } else {
     MGC_PARAM0;
     MGC_LOCAL1(list);
@@ -121,9 +148,19 @@ static double timed(void (*cycle)(void)) {
 
 int main(int argc, char **argv) {
   int pairs = argc > 1 ? atoi(argv[1]) : 40;
-  int depth = argc > 3 && strcmp(argv[2], "tree") == 0 ? atoi(argv[3]) : 0;
-  if (pairs < 4 || (argc > 2 && strcmp(argv[2], "lists") != 0 && depth < 1)) {
-    fprintf(stderr, "usage: ab-cycle [PAIRS >= 4] [lists | tree DEPTH]\n");
+  int depth = 0; /* lists; tree DEPTH: DEPTH >= 1; scatter: -1 */
+  bool bad = pairs < 4;
+  if (argc > 2 && strcmp(argv[2], "tree") == 0) {
+    depth = argc > 3 ? atoi(argv[3]) : 0;
+    bad = bad || depth < 1;
+  } else if (argc > 2 && strcmp(argv[2], "scatter") == 0) {
+    depth = -1;
+  } else if (argc > 2 && strcmp(argv[2], "lists") != 0) {
+    bad = true;
+  }
+  if (bad) {
+    fprintf(stderr,
+            "usage: ab-cycle [PAIRS >= 4] [lists | tree DEPTH | scatter]\n");
     return 2;
   }
   a_build(depth);
@@ -148,7 +185,7 @@ int main(int argc, char **argv) {
   qsort(ratio, (size_t)pairs, sizeof(double), by_value);
   printf("%s: a %.2f ms, b %.2f ms (medians of %d cycles); b/a %.3f "
          "(quartiles %.3f-%.3f)\n",
-         depth ? "tree" : "lists", ta[pairs / 2] * 1e3, tb[pairs / 2] * 1e3,
+         depth > 0 ? "tree" : depth < 0 ? "scatter" : "lists", ta[pairs / 2] * 1e3, tb[pairs / 2] * 1e3,
          pairs, ratio[pairs / 2], ratio[pairs / 4], ratio[3 * pairs / 4]);
   return 0;
 }

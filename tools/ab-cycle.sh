@@ -1,10 +1,10 @@
 #!/bin/sh
-# ab-cycle.sh REV [PAIRS] [lists | tree DEPTH]
+# ab-cycle.sh REV [PAIRS] [lists | tree DEPTH | scatter]
 # Times full major cycles of mgc at git revision REV (side a) against the
 # working tree's build/libmgc.a (side b, built by `make`) in one process:
 # see tools/ab-cycle.c.  Run from the repository root.
 set -e
-[ $# -ge 1 ] || { echo "usage: $0 REV [PAIRS] [lists | tree DEPTH]" >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 REV [PAIRS] [lists | tree DEPTH | scatter]" >&2; exit 2; }
 rev=$1
 shift
 [ -f build/libmgc.a ] || { echo "$0: build/libmgc.a missing: run make" >&2; exit 1; }
