@@ -98,9 +98,8 @@ __attribute__((visibility("default"))) void AB_CAT(AB_SIDE,
       long j = (long)((x >> 16) % (QUEUE * 10));
       cell = mgc_alloc_small(3, 0);
       MGC_FIELD(cell, 0) = MGC_VAL_INT(r);
-      MGC_FIELD(cell, 1) = MGC_UNIT;
+      MGC_FIELD(cell, 1) = MGC_FIELD(root, j);
       MGC_FIELD(cell, 2) = MGC_VAL_INT(0);
-      mgc_modify(&MGC_FIELD(cell, 1), MGC_FIELD(root, j));
       mgc_modify(&MGC_FIELD(root, i), cell);
     }
     MGC_DROP;
@@ -183,10 +182,11 @@ int main(int argc, char **argv) {
   qsort(ta, (size_t)pairs, sizeof(double), by_value);
   qsort(tb, (size_t)pairs, sizeof(double), by_value);
   qsort(ratio, (size_t)pairs, sizeof(double), by_value);
+  const char *heap = depth > 0 ? "tree" : depth < 0 ? "scatter" : "lists";
   printf("%s: a %.2f ms, b %.2f ms (medians of %d cycles); b/a %.3f "
          "(quartiles %.3f-%.3f)\n",
-         depth > 0 ? "tree" : depth < 0 ? "scatter" : "lists", ta[pairs / 2] * 1e3, tb[pairs / 2] * 1e3,
-         pairs, ratio[pairs / 2], ratio[pairs / 4], ratio[3 * pairs / 4]);
+         heap, ta[pairs / 2] * 1e3, tb[pairs / 2] * 1e3, pairs,
+         ratio[pairs / 2], ratio[pairs / 4], ratio[3 * pairs / 4]);
   return 0;
 }
 #endif
