@@ -38,7 +38,15 @@
 #define AB_CAT2(a, b) a##b
 #define AB_CAT(a, b) AB_CAT2(a, b)
 
-enum { QUEUE = 100000, CELLS = 10, ROUNDS = 1000000, SCATTER = 3000000 };
+enum { QUEUE = 100000, CELLS = 10, ROUNDS = 1000000 };
+enum { SLOTS = 1000000, SCATTER = 3000000 };
+
+/* The benchmarks' generator: x = (x * 0x5DEECE66D + 0xB) mod 2^48, a draw
+   x >> 16; here taken modulo n. */
+static long draw(uint64_t *x, long n) {
+  *x = (*x * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
+  return (long)((*x >> 16) % (uint64_t)n);
+}
 
 static mgc_value root = MGC_UNIT;
 
@@ -90,12 +98,10 @@ __attribute__((visibility("default"))) void AB_CAT(AB_SIDE,
     MGC_PARAM0;
     MGC_LOCAL1(cell);
     uint64_t x = 20240601;
-    root = mgc_alloc_shr(QUEUE * 10, 0);
+    root = mgc_alloc_shr(SLOTS, 0);
     for (long r = 0; r < SCATTER; r++) {
-      x = (x * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
-      long i = (long)((x >> 16) % (QUEUE * 10));
-      x = (x * 0x5DEECE66Dull + 0xB) & ((1ull << 48) - 1);
-      long j = (long)((x >> 16) % (QUEUE * 10));
+      long i = draw(&x, SLOTS);
+      long j = draw(&x, SLOTS);
       cell = mgc_alloc_small(3, 0);
       MGC_FIELD(cell, 0) = MGC_VAL_INT(r);
       MGC_FIELD(cell, 1) = MGC_FIELD(root, j);
